@@ -1,0 +1,48 @@
+# Ballast: `make demo` and `make test` are the whole set-up; every step below is idempotent.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BALLAST := $(VENV)/bin/ballast
+
+.PHONY: all deps venv sandbox-build lint test demo demo-up bench-watcher bench-scheduler clean
+
+all: test
+
+deps:
+	@hack/install-deps.sh
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+# Builds (once, cached in .cache/) the pinned upstream components the sandbox runs.
+sandbox-build: deps venv
+	$(BALLAST) sandbox build
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: sandbox-build lint
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+demo: sandbox-build
+	$(BALLAST) demo
+
+demo-up: sandbox-build
+	$(BALLAST) demo --keep-running
+
+bench-watcher: sandbox-build
+	$(PY) -m bench.watcher
+
+bench-scheduler: sandbox-build
+	$(BALLAST) sandbox build --with-kube-scheduler
+	$(PY) -m bench.scheduler
+
+clean:
+	-$(BALLAST) sandbox down
+	rm -rf .state

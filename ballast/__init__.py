@@ -1,0 +1,1 @@
+"""The `ballast` command: one entry point for every component."""

@@ -1,0 +1,61 @@
+"""`ballast` console command.
+
+Each component owns its subcommand: it exposes `register(subparsers)` in its own `cli.py`, which
+adds a parser whose `func` default runs the command. This module only wires them together, and
+imports each lazily so that `ballast sandbox` does not pay for importing the scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module that defines it
+COMMANDS: dict[str, str] = {
+    "sandbox": "sandbox.cli",
+    "watcher": "watcher.cli",
+    "scheduler": "scheduler.cli",
+    "top": "watcher.top",
+    "simulator": "sandbox.simulator_cli",
+    "demo": "sandbox.demo",
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ballast",
+        description="Load-aware Kubernetes scheduling: load-watcher, scheduler, sandbox.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = None
+    if argv:
+        wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, module_name in COMMANDS.items():
+        if wanted in COMMANDS and name != wanted:
+            # Only the chosen command's module is imported; the others get a stub for --help.
+            subparsers.add_parser(name, help=f"see `ballast {name} --help`")
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    return int(func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

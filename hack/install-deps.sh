@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Ballast's tests and demo run for real: redis-server and
+# prometheus (the real parts behind the tests) and chromium for the dashboard's browser test.
+# Only what is missing is installed, so a second run costs nothing.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v chromium >/dev/null || need+=(chromium)
+command -v curl >/dev/null || need+=(curl)
+if ((${#need[@]})); then
+    if [[ $(id -u) != 0 ]]; then
+        echo "missing packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}" >&2
+        exit 1
+    fi
+    echo "installing Debian packages: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+command -v go >/dev/null || {
+    echo "Go toolchain not found: install Go >= 1.24 (https://go.dev/doc/install) and put it on PATH;" \
+         "it is used only to build kube-apiserver, etcd and kwok for the sandbox" >&2
+    exit 1
+}

@@ -1,0 +1,1 @@
+"""Ballast scheduler: cluster cache, queue, framework, plugins, binder."""

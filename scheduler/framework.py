@@ -1,0 +1,150 @@
+"""The scheduling framework's extension points and the data every plugin sees.
+
+Mirrors kube-scheduler's framework/interface.go at a smaller scale: a cycle builds a Snapshot
+(cluster state from the cache plus the metrics client's latest load data), runs every enabled
+filter plugin on every candidate node, then every score plugin on the nodes that passed, lets a
+plugin normalise its scores across nodes, and weights and sums them.
+
+Plugins never do I/O: everything they need is in the Snapshot, which is built without waiting on
+the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+# Resource names as Kubernetes spells them. Quantities inside Ballast are integers in base
+# units, except CPU, which is in millicores.
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+Resources = dict[str, int]
+
+
+@dataclass
+class PodInfo:
+    """A pod as the scheduler needs it, parsed once from the API's JSON."""
+
+    name: str
+    namespace: str
+    uid: str
+    scheduler_name: str
+    priority: int
+    created: float  # Unix seconds, for queue ordering
+    node_name: str  # "" while pending
+    phase: str
+    requests: Resources  # effective requests, kube-scheduler style (init containers, overhead)
+    limits: Resources  # effective limits, same rules
+    raw: dict[str, Any]  # the pod JSON as the API returned it
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class NodeLoad:
+    """One node's load from the watcher, per metric key ("cpu", "memory", extras)."""
+
+    metrics: dict[str, MetricStats]
+    source: str  # "ballast" (rich API) or "load-watcher" (plain envelope)
+
+
+@dataclass
+class MetricStats:
+    avg: float | None
+    std: float | None
+    latest: float | None
+    state: str  # "fresh" | "stale" | "expired"
+    age: float  # seconds since the newest sample, at snapshot time
+    last_sample: float  # Unix seconds of the newest sample in the window
+    p95: float | None = None
+    horizon: float | None = None
+
+
+@dataclass
+class NodeInfo:
+    """A node and the pods placed on it (bound or assumed), as the cache holds it."""
+
+    name: str
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    ready: bool
+    capacity: Resources
+    allocatable: Resources
+    requested: Resources = field(default_factory=dict)  # sum of pods' effective requests
+    limits: Resources = field(default_factory=dict)  # sum of pods' effective limits
+    pods: dict[str, PodInfo] = field(default_factory=dict)  # by uid
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshot:
+    """What one scheduling cycle sees; built without any network call."""
+
+    nodes: dict[str, NodeInfo]
+    loads: dict[str, NodeLoad]  # node name -> load; a node without data is absent
+    now: float
+    # node name -> predicted CPU millicores of pods bound recently and not yet in the window
+    recent_cpu_m: dict[str, int] = field(default_factory=dict)
+
+
+class CycleState(dict):
+    """Scratch space shared by the plugins of one cycle (PreFilter/PreScore results)."""
+
+
+@dataclass
+class Status:
+    """A filter's verdict: `reason` is the short kube-scheduler style text of a rejection."""
+
+    ok: bool
+    reason: str = ""
+    unresolvable: bool = False  # no preemption or retry on node change would help
+
+    @classmethod
+    def success(cls) -> Status:
+        return cls(True)
+
+    @classmethod
+    def reject(cls, reason: str, unresolvable: bool = False) -> Status:
+        return cls(False, reason, unresolvable)
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        """0..MAX_NODE_SCORE before normalisation."""
+        ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(ScorePlugin, Protocol):
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
+        """Rewrite `scores` (node -> score) in place to 0..MAX_NODE_SCORE."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> None:
+        ...

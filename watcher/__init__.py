@@ -1,0 +1,1 @@
+"""Ballast load-watcher: providers, window store, adaptive staleness, REST API."""
