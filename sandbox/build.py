@@ -1,0 +1,157 @@
+"""Builds the pinned upstream components the sandbox runs into a versioned binary cache.
+
+etcd, kube-apiserver, kubectl and kube-scheduler come from the wrapper module in components/
+(one `go build` for all of them, so Go schedules the shared packages once); kwok is installed
+from its own module. Binaries are written to a temporary folder and renamed into place, so an
+interrupted build never leaves a half-written binary that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from sandbox import defaults, versions
+from sandbox.errors import BinaryMissingError, BuildError, GoMissingError
+
+Printer = Callable[[str], None]
+HEARTBEAT_SECONDS = 30.0
+# A cold build of kube-apiserver on 2 cores takes tens of minutes; a hung build still ends.
+BUILD_TIMEOUT = 3 * 3600.0
+
+
+def bin_dir() -> Path:
+    return defaults.cache_dir() / "bin" / versions.cache_tag()
+
+
+def binary(name: str) -> Path:
+    """Path of a built component; raises with the command to run when it is not built yet."""
+    path = bin_dir() / name
+    if not path.is_file():
+        how = "ballast sandbox build --with-kube-scheduler"
+        if name != "kube-scheduler":
+            how = "make sandbox-build"
+        raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")
+    return path
+
+
+def wanted(with_kube_scheduler: bool = False) -> list[str]:
+    names = list(defaults.COMPONENTS)
+    if with_kube_scheduler:
+        names += defaults.OPTIONAL_COMPONENTS
+    return names
+
+
+def missing(with_kube_scheduler: bool = False) -> list[str]:
+    return [n for n in wanted(with_kube_scheduler) if not (bin_dir() / n).is_file()]
+
+
+def find_go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise GoMissingError(
+            "Go toolchain not found on PATH: install Go >= 1.24 (https://go.dev/doc/install); "
+            "it is used only to build etcd, kube-apiserver, kubectl and kwok for the sandbox"
+        )
+    return go
+
+
+def check_go_mod() -> None:
+    problems = versions.go_mod_mismatches((defaults.COMPONENTS_DIR / "go.mod").read_text())
+    if problems:
+        raise BuildError(
+            "sandbox/components/go.mod disagrees with sandbox/versions.py: "
+            + "; ".join(problems)
+            + ". Update go.mod (go get k8s.io/kubernetes@vX.Y.Z, staging replaces v0.Y.Z, "
+            "go mod tidy) or the pins."
+        )
+
+
+def _version_ldflags() -> str:
+    major, minor, _ = versions.KUBERNETES_VERSION.split(".")
+    version = f"v{versions.KUBERNETES_VERSION}"
+    # Without these the binaries report v0.0.0-master and kubectl warns about version skew.
+    stamps = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        stamps += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}"]
+        stamps += [f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitTreeState=clean"]
+    return "-s -w " + " ".join(stamps)
+
+
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str], log: Path, what: str, say: Printer
+) -> None:
+    """Runs a build step, printing a line every HEARTBEAT_SECONDS so a long build looks alive."""
+    started = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                code = proc.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > BUILD_TIMEOUT:
+                    proc.kill()
+                    proc.wait()
+                    code = -1
+                    break
+                say(f"  ... still building {what} ({elapsed:.0f} s)")
+    if code != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        raise BuildError(
+            f"building {what} failed (exit {code}); full log: {log}\n{tail}\n"
+            "Check network access to the Go module proxy and free disk space, then rerun "
+            "`make sandbox-build` (finished binaries are kept)."
+        )
+    say(f"  built {what} in {time.monotonic() - started:.0f} s")
+
+
+def build(with_kube_scheduler: bool = False, say: Printer = print) -> Path:
+    """Builds whatever is missing; returns the folder holding the binaries."""
+    todo = missing(with_kube_scheduler)
+    target = bin_dir()
+    if not todo:
+        say(f"sandbox binaries up to date in {target}")
+        return target
+    go = find_go()
+    check_go_mod()
+    target.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
+        staging = Path(tmp)
+        from_module = [n for n in todo if n != "kwok"]
+        if from_module:
+            say(
+                f"building {', '.join(from_module)} (Kubernetes {versions.KUBERNETES_VERSION}, "
+                f"etcd {versions.ETCD_VERSION}); a first build from an empty Go cache takes a "
+                "long while, later ones reuse it"
+            )
+            cmd = [go, "build", "-buildvcs=false", "-ldflags", _version_ldflags(), "-o"]
+            cmd += [str(staging) + "/"] + [f"./{n}" for n in from_module]
+            what = ", ".join(from_module)
+            _run(cmd, defaults.COMPONENTS_DIR, env, target / "build.log", what, say)
+        if "kwok" in todo:
+            say(f"building kwok {versions.KWOK_VERSION}")
+            cmd = [go, "install", f"sigs.k8s.io/kwok/cmd/kwok@v{versions.KWOK_VERSION}"]
+            # Outside any module, so `go install pkg@version` uses kwok's own go.mod.
+            kwok_env = env | {"GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"}
+            _run(cmd, staging, kwok_env, target / "build-kwok.log", "kwok", say)
+        _install(staging, target, todo)
+    say(f"sandbox binaries ready in {target} ({time.monotonic() - started:.0f} s)")
+    return target
+
+
+def _install(staging: Path, target: Path, names: Iterable[str]) -> None:
+    for name in names:
+        built = staging / name
+        if not built.is_file():
+            raise BuildError(f"the build reported success but produced no {name} in {staging}")
+        built.chmod(0o755)
+        built.replace(target / name)

@@ -1,0 +1,111 @@
+"""`ballast sandbox build|up|down|env|status`: the local control plane from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sandbox import build, defaults
+from sandbox.controlplane import ControlPlane, Ports
+from sandbox.errors import SandboxError
+from sandbox.nodes import numbered
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sandbox", help="local control plane: etcd, kube-apiserver, kwok"
+    )
+    commands = parser.add_subparsers(dest="sandbox_command", metavar="COMMAND", required=True)
+
+    p = commands.add_parser("build", help="build the pinned upstream binaries (cached)")
+    p.add_argument(
+        "--with-kube-scheduler", action="store_true", help="also build upstream kube-scheduler"
+    )
+    p.set_defaults(func=_guarded(cmd_build))
+
+    p = commands.add_parser("up", help="start the control plane and N Ready fake nodes")
+    p.add_argument("--nodes", type=int, default=defaults.NODE_COUNT)
+    p.add_argument("--node-cpu", default=defaults.NODE_CPU)
+    p.add_argument("--node-memory", default=defaults.NODE_MEMORY)
+    p.add_argument("--node-pods", type=int, default=defaults.NODE_PODS)
+    _state_arg(p)
+    p.add_argument("--apiserver-port", type=int, default=defaults.APISERVER_PORT)
+    p.add_argument("--etcd-port", type=int, default=defaults.ETCD_CLIENT_PORT)
+    p.add_argument("--etcd-peer-port", type=int, default=defaults.ETCD_PEER_PORT)
+    p.set_defaults(func=_guarded(cmd_up))
+
+    p = commands.add_parser("down", help="stop what `up` started, nothing else")
+    _state_arg(p)
+    p.set_defaults(func=_guarded(cmd_down))
+
+    p = commands.add_parser("env", help="print `export KUBECONFIG=...` lines for the sandbox")
+    _state_arg(p)
+    p.set_defaults(func=_guarded(cmd_env))
+
+    p = commands.add_parser("status", help="which sandbox processes run")
+    _state_arg(p)
+    p.set_defaults(func=_guarded(cmd_status))
+
+
+def _state_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, default=defaults.STATE_DIR)
+
+
+def _guarded(command):
+    """Sandbox errors are expected (no Go, port in use): one clear line, no traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except SandboxError as exc:
+            print(f"ballast sandbox: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def _free_if_zero(port: int) -> int:
+    from sandbox.processes import free_port
+
+    return port or free_port()
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    build.build(with_kube_scheduler=args.with_kube_scheduler, say=lambda s: print(s, flush=True))
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    ports = Ports(
+        _free_if_zero(args.apiserver_port),
+        _free_if_zero(args.etcd_port),
+        _free_if_zero(args.etcd_peer_port),
+    )
+    plane = ControlPlane(args.state_dir, ports)
+    specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
+    print(f"starting etcd, kube-apiserver and kwok with {args.nodes} node(s)...", flush=True)
+    seconds = plane.start(specs)
+    print(f"sandbox up in {seconds:.1f} s: {plane.base_url}, {args.nodes} node(s) Ready")
+    print(f"logs in {plane.log_dir}; use it with:  eval $(ballast sandbox env)")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    stopped = ControlPlane(args.state_dir).stop()
+    print(f"stopped {', '.join(stopped)}" if stopped else "no sandbox process was running")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    env_file = Path(args.state_dir) / "env"
+    if not env_file.is_file():
+        raise SandboxError(f"no sandbox in {args.state_dir}: start one with `ballast sandbox up`")
+    print(env_file.read_text(), end="")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    running = ControlPlane(args.state_dir).running()
+    print(f"running: {', '.join(running)}" if running else "not running")
+    return 0 if running else 3

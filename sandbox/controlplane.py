@@ -1,0 +1,285 @@
+"""The sandbox control plane: etcd, kube-apiserver and kwok on loopback.
+
+`ControlPlane(state_dir).start()` is what `ballast sandbox up`, the test fixtures, the demo and
+the benchmarks share. The state folder holds everything a run writes: the PKI, etcd's data, a
+kubeconfig and env file, one log and one pid file per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import requests
+import yaml
+from kubernetes import client
+
+from sandbox import build, defaults, processes
+from sandbox.certs import Pki, ensure_pki
+from sandbox.errors import AlreadyRunningError, SandboxError, StartupError
+from sandbox.namespaces import ensure_namespace
+from sandbox.nodes import NodeSpec, create_nodes, wait_ready
+
+# Namespaces the apiserver creates itself; their `default` ServiceAccount is ours to make.
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Stopped in this order: clients before the apiserver before its storage.
+STOP_ORDER = ("kube-scheduler", "kwok", "kube-apiserver", "etcd")
+# Without kube-controller-manager nothing would ever lift the not-ready taint this admission
+# plugin puts on every new node, and no pod could schedule.
+DISABLED_ADMISSION = "TaintNodesByCondition"
+PORTS_FILE = "ports.json"
+
+
+@dataclass(frozen=True)
+class Ports:
+    apiserver: int
+    etcd_client: int
+    etcd_peer: int
+
+    @classmethod
+    def fixed(cls) -> Ports:
+        return cls(defaults.APISERVER_PORT, defaults.ETCD_CLIENT_PORT, defaults.ETCD_PEER_PORT)
+
+    @classmethod
+    def free(cls) -> Ports:
+        return cls(processes.free_port(), processes.free_port(), processes.free_port())
+
+
+class ControlPlane:
+    def __init__(
+        self, state_dir: Path | str, ports: Ports | None = None, die_with_parent: bool = False
+    ) -> None:
+        """`die_with_parent`: the processes end with this one (fixtures); `up` leaves them."""
+        self.state_dir = Path(state_dir).resolve()
+        self.ports = ports or Ports.fixed()
+        self.pki = Pki.at(self.state_dir / "pki")
+        self.log_dir = self.state_dir / "logs"
+        self.pid_dir = self.state_dir / "pids"
+        self.kubeconfig = self.state_dir / "kubeconfig"
+        self.env_file = self.state_dir / "env"
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._die_with_parent = die_with_parent
+
+    @classmethod
+    def attach(cls, state_dir: Path | str) -> ControlPlane:
+        """The control plane an earlier `start` (maybe another process's) left in `state_dir`."""
+        state_dir = Path(state_dir)
+        try:
+            ports = json.loads((state_dir / PORTS_FILE).read_text())
+            return cls(state_dir, Ports(**ports))
+        except (OSError, ValueError, TypeError) as exc:
+            raise SandboxError(
+                f"no sandbox state in {state_dir} ({exc}): start one with `ballast sandbox up`"
+            ) from exc
+
+    # -- what clients need -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki.ca_cert
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.pki.admin_cert
+
+    @property
+    def admin_key(self) -> Path:
+        return self.pki.admin_key
+
+    def api_client(self) -> client.ApiClient:
+        """A kubernetes ApiClient authenticated as the admin (group system:masters)."""
+        config = client.Configuration()
+        config.host = self.base_url
+        config.ssl_ca_cert = str(self.ca_file)
+        config.cert_file = str(self.admin_cert)
+        config.key_file = str(self.admin_key)
+        return client.ApiClient(config)
+
+    def session(self) -> requests.Session:
+        """A requests session with the admin's client certificate, for raw API calls."""
+        s = requests.Session()
+        s.verify = str(self.ca_file)
+        s.cert = (str(self.admin_cert), str(self.admin_key))
+        return s
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def running(self) -> list[str]:
+        return [r.name for r in processes.recorded(self.pid_dir) if processes.alive(r)]
+
+    def start(self, nodes: list[NodeSpec] | None = None) -> float:
+        """Starts everything, creates `nodes` and waits until they are Ready; returns seconds."""
+        started = time.monotonic()
+        if self.running():
+            raise AlreadyRunningError(
+                f"a sandbox from {self.state_dir} is running ({', '.join(self.running())}): "
+                "use it, or stop it first with `ballast sandbox down`"
+            )
+        binaries = {n: build.binary(n) for n in ("etcd", "kube-apiserver", "kwok")}
+        processes.check_port_free(self.ports.apiserver, "kube-apiserver", "--apiserver-port")
+        processes.check_port_free(self.ports.etcd_client, "etcd clients", "--etcd-port")
+        processes.check_port_free(self.ports.etcd_peer, "etcd peers", "--etcd-peer-port")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # A fresh cluster every time: state from an earlier run only confuses a demo or test.
+        shutil.rmtree(self.state_dir / "etcd", ignore_errors=True)
+        service_ip = defaults.SERVICE_CLUSTER_IP_RANGE.split("/")[0].rsplit(".", 1)[0] + ".1"
+        ensure_pki(self.pki.dir, defaults.ADMIN_USER, service_ip)
+        self._write_kubeconfig()
+        (self.state_dir / PORTS_FILE).write_text(json.dumps(asdict(self.ports)))
+        try:
+            self._spawn("etcd", [str(binaries["etcd"]), *self._etcd_args()])
+            self._wait_etcd()
+            apiserver = [str(binaries["kube-apiserver"]), *self._apiserver_args()]
+            self._spawn("kube-apiserver", apiserver)
+            self._wait_apiserver()
+            with self.api_client() as api:
+                for ns in SYSTEM_NAMESPACES:
+                    ensure_namespace(api, ns)
+                # Its own work folder, so a ~/.kwok/kwok.yaml on the machine changes nothing.
+                kwok_env = dict(os.environ, KWOK_WORKDIR=str(self.state_dir / "kwok"))
+                self._spawn("kwok", [str(binaries["kwok"]), *self._kwok_args()], kwok_env)
+                if nodes:
+                    create_nodes(api, nodes)
+                    wait_ready(api, [n.name for n in nodes])
+        except BaseException:
+            self.stop()
+            raise
+        return time.monotonic() - started
+
+    def stop(self, timeout: float = defaults.STOP_TIMEOUT) -> list[str]:
+        """Stops every process this state folder recorded; returns the names that were running."""
+        recs = {r.name: r for r in processes.recorded(self.pid_dir)}
+        order = [n for n in STOP_ORDER if n in recs] + [n for n in recs if n not in STOP_ORDER]
+        stopped = [n for n in order if processes.stop(recs[n], timeout)]
+        self._procs.clear()
+        return stopped
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self._procs[name] = processes.spawn(
+            name, argv, self.log_dir, self.pid_dir, env, self._die_with_parent
+        )
+
+    def _check_alive(self, name: str) -> None:
+        proc = self._procs[name]
+        if proc.poll() is not None:
+            log = self.log_dir / f"{name}.log"
+            raise StartupError(
+                f"{name} exited with code {proc.returncode} while starting; log {log}:\n"
+                + processes.log_tail(log)
+            )
+
+    def _wait(self, name: str, ready, timeout: float = defaults.STARTUP_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._check_alive(name)
+            try:
+                if ready():
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        log = self.log_dir / f"{name}.log"
+        raise StartupError(
+            f"{name} not ready after {timeout:.0f} s; log {log}:\n" + processes.log_tail(log)
+        )
+
+    def _wait_etcd(self) -> None:
+        url = f"http://127.0.0.1:{self.ports.etcd_client}/health"
+        self._wait("etcd", lambda: requests.get(url, timeout=1).json().get("health") == "true")
+
+    def _wait_apiserver(self) -> None:
+        with self.session() as s:
+            url = f"{self.base_url}/readyz"
+            self._wait("kube-apiserver", lambda: s.get(url, timeout=2).status_code == 200)
+
+    def _etcd_args(self) -> list[str]:
+        client_url = f"http://127.0.0.1:{self.ports.etcd_client}"
+        peer_url = f"http://127.0.0.1:{self.ports.etcd_peer}"
+        return [
+            "--name=sandbox",
+            f"--data-dir={self.state_dir / 'etcd'}",
+            f"--listen-client-urls={client_url}",
+            f"--advertise-client-urls={client_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=sandbox={peer_url}",
+            # The data is thrown away at the next `up`; fsync would only slow every write.
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self.pki
+        return [
+            f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.ports.apiserver}",
+            f"--cert-dir={pki.dir}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_key}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={defaults.SERVICE_CLUSTER_IP_RANGE}",
+            "--authorization-mode=RBAC",
+            f"--disable-admission-plugins={DISABLED_ADMISSION}",
+            "--profiling=false",
+        ]
+
+    def _kwok_args(self) -> list[str]:
+        key, value = defaults.KWOK_NODE_ANNOTATION
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={key}={value}",
+            f"--cidr={defaults.POD_CIDR}",
+        ]
+
+    def _write_kubeconfig(self) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "ballast-sandbox",
+                    "cluster": {
+                        "server": self.base_url,
+                        "certificate-authority": str(self.ca_file),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": defaults.ADMIN_USER,
+                    "user": {
+                        "client-certificate": str(self.admin_cert),
+                        "client-key": str(self.admin_key),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "ballast-sandbox",
+                    "context": {"cluster": "ballast-sandbox", "user": defaults.ADMIN_USER},
+                }
+            ],
+            "current-context": "ballast-sandbox",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        bin_dir = build.bin_dir()
+        self.env_file.write_text(
+            f"export KUBECONFIG={self.kubeconfig}\nexport PATH={bin_dir}:$PATH\n"
+        )

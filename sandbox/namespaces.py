@@ -1,0 +1,50 @@
+"""Namespaces in a cluster without kube-controller-manager.
+
+Nobody creates the `default` ServiceAccount there, and the ServiceAccount admission plugin
+rejects pods without it, so `ensure_namespace` creates both. Nobody finalizes a deleted
+namespace either, so `delete_namespace` removes its pods and then finalizes it itself.
+"""
+
+from __future__ import annotations
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from sandbox import defaults
+
+T = defaults.REQUEST_TIMEOUT
+
+
+def ensure_namespace(
+    api: client.ApiClient, name: str, labels: dict[str, str] | None = None
+) -> None:
+    """Creates the namespace and its `default` ServiceAccount; existing ones are kept."""
+    core = client.CoreV1Api(api)
+    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels))
+    _create_ok_if_exists(lambda: core.create_namespace(body, _request_timeout=T))
+    sa = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"))
+    _create_ok_if_exists(
+        lambda: core.create_namespaced_service_account(name, sa, _request_timeout=T)
+    )
+
+
+def delete_namespace(api: client.ApiClient, name: str) -> None:
+    """Deletes the namespace's pods at once (kwok completes their deletion) and the namespace."""
+    core = client.CoreV1Api(api)
+    try:
+        core.delete_collection_namespaced_pod(name, grace_period_seconds=0, _request_timeout=T)
+        core.delete_namespace(name, grace_period_seconds=0, _request_timeout=T)
+        ns = core.read_namespace(name, _request_timeout=T)
+        ns.spec.finalizers = []
+        core.replace_namespace_finalize(name, ns, _request_timeout=T)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _create_ok_if_exists(create) -> None:
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
