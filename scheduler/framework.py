@@ -42,6 +42,9 @@ class PodInfo:
     requests: Resources  # effective requests, kube-scheduler style (init containers, overhead)
     limits: Resources  # effective limits, same rules
     raw: dict[str, Any]  # the pod JSON as the API returned it
+    # cpu and memory requests with kube-scheduler's defaults (100m, 200Mi) for containers that
+    # set none; only the allocation-based scores use these, so an empty pod still weighs something
+    nonzero_requests: Resources = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -65,7 +68,8 @@ class MetricStats:
     age: float  # seconds since the newest sample, at snapshot time
     last_sample: float  # Unix seconds of the newest sample in the window
     p95: float | None = None
-    horizon: float | None = None
+    horizon: float | None = None  # seconds a sample stays fresh (Ballast's adaptive staleness)
+    expiry: float | None = None  # seconds after which a sample is no data at all
 
 
 @dataclass
@@ -83,6 +87,35 @@ class NodeInfo:
     limits: Resources = field(default_factory=dict)  # sum of pods' effective limits
     pods: dict[str, PodInfo] = field(default_factory=dict)  # by uid
     raw: dict[str, Any] = field(default_factory=dict)
+    nonzero_requested: Resources = field(default_factory=dict)  # sum of pods' nonzero_requests
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """Count a bound or assumed pod on this node; adding a known uid replaces it."""
+        if pod.uid in self.pods:
+            self.remove_pod(pod)
+        self.pods[pod.uid] = pod
+        _add(self.requested, pod.requests, 1)
+        _add(self.limits, pod.limits, 1)
+        _add(self.nonzero_requested, pod.nonzero_requests, 1)
+
+    def remove_pod(self, pod: PodInfo) -> bool:
+        """Forget a pod by uid (the stored copy is subtracted); False when it was not here."""
+        known = self.pods.pop(pod.uid, None)
+        if known is None:
+            return False
+        _add(self.requested, known.requests, -1)
+        _add(self.limits, known.limits, -1)
+        _add(self.nonzero_requested, known.nonzero_requests, -1)
+        return True
+
+
+def _add(total: Resources, part: Resources, sign: int) -> None:
+    for name, value in part.items():
+        left = total.get(name, 0) + sign * value
+        if left:
+            total[name] = left
+        else:
+            total.pop(name, None)
 
 
 @dataclass
@@ -97,24 +130,49 @@ class Snapshot:
 
 
 class CycleState(dict):
-    """Scratch space shared by the plugins of one cycle (PreFilter/PreScore results)."""
+    """Scratch space shared by the plugins of one cycle (PreFilter/PreScore results).
+
+    `fallbacks` counts, per reason ("missing", "expired", "stale"), the nodes whose load was
+    predicted from allocation instead of (or blended with) the watcher's data during this cycle;
+    the runtime adds them to its fallback counter after the cycle.
+    """
+
+    @property
+    def fallbacks(self) -> dict[str, int]:
+        return self.setdefault("fallbacks", {})
+
+    def count_fallback(self, reason: str) -> None:
+        counts = self.fallbacks
+        counts[reason] = counts.get(reason, 0) + 1
 
 
 @dataclass
 class Status:
-    """A filter's verdict: `reason` is the short kube-scheduler style text of a rejection."""
+    """A filter's verdict: `reason` is the short kube-scheduler style text of a rejection.
+
+    A node can fail for several reasons at once ("Insufficient cpu" and "Insufficient memory");
+    `reasons` holds them all, `reason` the first.
+    """
 
     ok: bool
     reason: str = ""
     unresolvable: bool = False  # no preemption or retry on node change would help
+    reasons: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.reasons and self.reason:
+            self.reasons = (self.reason,)
 
     @classmethod
     def success(cls) -> Status:
-        return cls(True)
+        return _SUCCESS
 
     @classmethod
-    def reject(cls, reason: str, unresolvable: bool = False) -> Status:
-        return cls(False, reason, unresolvable)
+    def reject(cls, *reasons: str, unresolvable: bool = False) -> Status:
+        return cls(False, reasons[0], unresolvable, tuple(reasons))
+
+
+_SUCCESS = Status(True)
 
 
 @runtime_checkable
@@ -123,9 +181,15 @@ class Plugin(Protocol):
 
 
 @runtime_checkable
-class FilterPlugin(Plugin, Protocol):
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
+        """Prepare per-pod data; False means this plugin has nothing to check for this pod."""
         ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status: ...
 
 
 @runtime_checkable
@@ -146,5 +210,15 @@ class NormalizeScorePlugin(ScorePlugin, Protocol):
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
-    ) -> None:
+    ) -> bool:
+        """Prepare per-pod data; False means this plugin gives every node the same score."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        """Scores for all nodes at once (vectorised); same values as `score` node by node."""
         ...

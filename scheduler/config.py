@@ -1,0 +1,346 @@
+"""The scheduler's YAML configuration: KubeSchedulerConfiguration's shape plus Ballast's keys.
+
+```yaml
+watcherAddress: http://watcher:2020       # Trimaran's name; also accepted inside plugin args
+percentageOfNodesToScore: 0               # 0 = kube-scheduler's adaptive default
+parallelism: 16
+leaderElection: {leaderElect: true, leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s,
+                 resourceName: ballast-scheduler, resourceNamespace: kube-system}
+profiles:
+- schedulerName: ballast
+  plugins:
+    filter: {enabled: [{name: LoadThreshold}], disabled: [{name: NodeReady}]}
+    score:  {enabled: [{name: LoadVariationRiskBalancing, weight: 2}], disabled: [{name: "*"}]}
+  pluginConfig:
+  - name: TargetLoadPacking
+    args: {targetUtilization: 60}
+```
+Enabled plugins are added to the defaults (an enabled default takes the new weight), disabled
+ones removed, "*" removes every default. Unknown keys are refused, so a typo never passes
+silently. Every default lives here or in the plugin's own Args.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler import registry
+from scheduler.errors import ConfigError
+from shared.quantities import QuantityError, cpu_millis
+
+DEFAULT_SCHEDULER_NAME = "ballast"
+DEFAULT_FILTERS = (
+    "NodeUnschedulable",
+    "NodeReady",
+    "NodeResourcesFit",
+    "NodeAffinity",
+    "TaintToleration",
+)
+# Preference plugins only separate nodes when the pod states a preference (or a node carries
+# PreferNoSchedule taints); otherwise they give every node the same score and cost nothing.
+DEFAULT_SCORES = (("TargetLoadPacking", 1), ("NodeAffinity", 2), ("TaintToleration", 3))
+DEFAULT_PARALLELISM = 16
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
+MAX_WEIGHT = 100
+EXTENSION_POINTS = ("filter", "score", "multiPoint")
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_MISSING = object()
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """A Go duration ("15s", "1m30s", "500ms") or a number of seconds, in seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: expected a duration like 15s, got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    if not text or _DURATION.sub("", text):
+        raise ConfigError(f"{where}: expected a duration like 15s, got {value!r}")
+    return sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+
+
+class Fields:
+    """Typed reads from one YAML mapping; every error names the field's full path."""
+
+    def __init__(self, doc: Any, where: str) -> None:
+        if doc is None:
+            doc = {}
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where or 'config'}: expected a mapping, got {type(doc).__name__}")
+        self.doc = doc
+        self.where = where
+        self._seen: set[str] = set()
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.path(key)}: {message}")
+
+    def has(self, key: str) -> bool:
+        return key in self.doc
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        self._seen.add(key)
+        value = self.doc.get(key, _MISSING)
+        return default if value is _MISSING or value is None else value
+
+    def string(self, key: str, default: str = "", choices: tuple[str, ...] = ()) -> str:
+        value = self.raw(key, default)
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {value!r}")
+        if choices and value not in choices:
+            raise self.error(key, f"must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def number(
+        self, key: str, default: float, lo: float | None = None, hi: float | None = None
+    ) -> float:
+        value = self.raw(key, default)
+        if isinstance(value, str):  # upstream writes some numbers as strings ("1.5")
+            try:
+                value = float(value)
+            except ValueError:
+                raise self.error(key, f"expected a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise self.error(key, f"expected a number, got {value!r}")
+        self._check_range(key, value, lo, hi)
+        return float(value)
+
+    def integer(self, key: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {value!r}")
+        self._check_range(key, value, lo, hi)
+        return value
+
+    def _check_range(self, key: str, value: float, lo: float | None, hi: float | None) -> None:
+        if lo is not None and hi is not None and not lo <= value <= hi:
+            raise self.error(key, f"must be {lo:g}..{hi:g}, got {value!r}")
+        if lo is not None and value < lo:
+            raise self.error(key, f"must be >= {lo:g}, got {value!r}")
+        if hi is not None and value > hi:
+            raise self.error(key, f"must be <= {hi:g}, got {value!r}")
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def duration(self, key: str, default: float) -> float:
+        seconds = parse_duration(self.raw(key, default), self.path(key))
+        if seconds <= 0:
+            raise self.error(key, "must be positive")
+        return seconds
+
+    def cpu(self, key: str, default: int) -> int:
+        """A CPU quantity ("500m", 2) in millicores."""
+        value = self.raw(key, _MISSING)
+        if value is _MISSING:
+            return default
+        try:
+            millis = cpu_millis(value)
+        except QuantityError as exc:
+            raise self.error(key, str(exc)) from None
+        if millis < 0:
+            raise self.error(key, "must not be negative")
+        return millis
+
+    def section(self, key: str) -> Fields:
+        return Fields(self.raw(key, {}), self.path(key))
+
+    def items(self, key: str) -> list[Fields]:
+        """A list of mappings, each as Fields named `key[i]`."""
+        value = self.raw(key, [])
+        if not isinstance(value, list):
+            raise self.error(key, f"expected a list, got {type(value).__name__}")
+        return [Fields(item, f"{self.path(key)}[{i}]") for i, item in enumerate(value)]
+
+    def finish(self) -> None:
+        """Refuse keys nobody read: a typo must not fall back to a default silently."""
+        for key in self.doc:
+            if key not in self._seen:
+                raise ConfigError(f"{self.path(str(key))}: unknown field")
+
+
+@dataclass(frozen=True)
+class PluginRef:
+    name: str
+    weight: int = 1
+
+
+@dataclass
+class ProfileConfig:
+    scheduler_name: str
+    filters: list[str]
+    scores: list[PluginRef]
+    args: dict[str, Any] = field(default_factory=dict)  # plugin name -> its typed Args
+
+
+@dataclass
+class LeaderElectionConfig:
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = "ballast-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+@dataclass
+class SchedulerConfig:
+    watcher_address: str = ""  # empty: no watcher, every node scored from allocation
+    percentage_of_nodes_to_score: int = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
+    parallelism: int = DEFAULT_PARALLELISM
+    leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
+    profiles: list[ProfileConfig] = field(default_factory=list)
+
+
+def load_config(path: str | Path) -> SchedulerConfig:
+    """Read and validate a config file; ConfigError names the file or the bad field."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(doc)
+
+
+def parse_config(doc: Any) -> SchedulerConfig:
+    """Validate a decoded config document and fill in every default."""
+    f = Fields(doc, "")
+    f.string("apiVersion", "")
+    f.string("kind", "KubeSchedulerConfiguration", choices=("KubeSchedulerConfiguration",))
+    cfg = SchedulerConfig(
+        watcher_address=_address(f, "watcherAddress"),
+        percentage_of_nodes_to_score=f.integer(
+            "percentageOfNodesToScore", DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE, 0, 100
+        ),
+        parallelism=f.integer("parallelism", DEFAULT_PARALLELISM, 1, 1024),
+        leader_election=_leader_election(f.section("leaderElection")),
+    )
+    names: set[str] = set()
+    profiles = f.items("profiles") or [Fields({}, "profiles[0]")]
+    for pf in profiles:
+        profile = _profile(pf)
+        if profile.scheduler_name in names:
+            raise pf.error("schedulerName", f"duplicate profile {profile.scheduler_name!r}")
+        names.add(profile.scheduler_name)
+        cfg.profiles.append(profile)
+    f.finish()
+    if not cfg.watcher_address:
+        cfg.watcher_address = _watcher_from_args(cfg.profiles)
+    return cfg
+
+
+def _address(f: Fields, key: str) -> str:
+    address = f.string(key, "").strip().rstrip("/")
+    if address and not re.match(r"^https?://[^/\s]+", address):
+        raise f.error(key, f"expected an http(s) URL, got {address!r}")
+    return address
+
+
+def _leader_election(f: Fields) -> LeaderElectionConfig:
+    d = LeaderElectionConfig()
+    le = LeaderElectionConfig(
+        leader_elect=f.boolean("leaderElect", d.leader_elect),
+        lease_duration=f.duration("leaseDuration", d.lease_duration),
+        renew_deadline=f.duration("renewDeadline", d.renew_deadline),
+        retry_period=f.duration("retryPeriod", d.retry_period),
+        resource_name=f.string("resourceName", d.resource_name),
+        resource_namespace=f.string("resourceNamespace", d.resource_namespace),
+    )
+    f.string("resourceLock", "leases", choices=("leases",))
+    f.finish()
+    if le.renew_deadline >= le.lease_duration:
+        raise f.error("renewDeadline", "must be less than leaseDuration")
+    if le.retry_period >= le.renew_deadline:
+        raise f.error("retryPeriod", "must be less than renewDeadline")
+    if not le.resource_name or not le.resource_namespace:
+        raise f.error("resourceName", "resourceName and resourceNamespace must not be empty")
+    return le
+
+
+def _profile(f: Fields) -> ProfileConfig:
+    name = f.string("schedulerName", DEFAULT_SCHEDULER_NAME)
+    if not name:
+        raise f.error("schedulerName", "must not be empty")
+    filters = list(DEFAULT_FILTERS)
+    scores = {n: w for n, w in DEFAULT_SCORES}
+    plugins = f.section("plugins")
+    for point in EXTENSION_POINTS:
+        section = plugins.section(point)
+        for ref in section.items("disabled"):
+            disabled = ref.string("name")
+            ref.finish()
+            if disabled == "*":
+                if point in ("filter", "multiPoint"):
+                    filters.clear()
+                if point in ("score", "multiPoint"):
+                    scores.clear()
+                continue
+            registry.check_name(disabled, ref.path("name"))
+            if point in ("filter", "multiPoint") and disabled in filters:
+                filters.remove(disabled)
+            if point in ("score", "multiPoint"):
+                scores.pop(disabled, None)
+        for ref in section.items("enabled"):
+            plugin = ref.string("name")
+            weight = ref.integer("weight", 0, 0, MAX_WEIGHT) or 1
+            ref.finish()
+            registry.check_name(plugin, ref.path("name"))
+            points = registry.points(plugin)
+            wanted = points if point == "multiPoint" else {point}
+            if not wanted <= points:
+                raise ref.error("name", f"{plugin} is not a {point} plugin")
+            if "filter" in wanted and plugin not in filters:
+                filters.append(plugin)
+            if "score" in wanted:
+                scores[plugin] = weight
+        section.finish()
+    plugins.finish()
+    args: dict[str, Any] = {}
+    for pc in f.items("pluginConfig"):
+        plugin = pc.string("name")
+        registry.check_name(plugin, pc.path("name"))
+        if plugin in args:
+            raise pc.error("name", f"duplicate pluginConfig for {plugin}")
+        args[plugin] = registry.parse_args(plugin, pc.section("args"))
+        pc.finish()
+    for plugin in [*filters, *scores]:
+        if plugin not in args:
+            args[plugin] = registry.parse_args(plugin, Fields({}, f"pluginConfig[{plugin}].args"))
+    f.finish()
+    return ProfileConfig(
+        scheduler_name=name,
+        filters=filters,
+        scores=[PluginRef(n, w) for n, w in scores.items()],
+        args=args,
+    )
+
+
+def _watcher_from_args(profiles: list[ProfileConfig]) -> str:
+    """Trimaran configs carry watcherAddress in each plugin's args; accept one agreed value."""
+    found = {
+        getattr(a, "watcher_address", "")
+        for p in profiles
+        for a in p.args.values()
+        if getattr(a, "watcher_address", "")
+    }
+    if len(found) > 1:
+        raise ConfigError(
+            f"watcherAddress: plugin args name different watchers ({', '.join(sorted(found))}); "
+            "set one top-level watcherAddress"
+        )
+    return found.pop() if found else ""

@@ -1,0 +1,1 @@
+"""One module per plugin; scheduler/registry.py maps their names to them."""

@@ -1,0 +1,109 @@
+"""A node's load as the load-aware plugins see it, with the metrics fallback in one place.
+
+- fresh data: the watcher's numbers as they are.
+- no data, or expired data: an allocation-based prediction, usage = requested / allocatable
+  (std 0), so a node without metrics is judged by what is placed on it, never scored as idle
+  or as full.
+- stale data (older than its freshness horizon, not yet expired): blended toward that
+  prediction by age, w = clamp((expiry - age) / (expiry - horizon), 0, 1),
+  usage = w * measured + (1 - w) * predicted, std = w * std. w falls linearly from 1 at the
+  horizon to 0 at expiry, so a scheduling decision never jumps when a sample crosses a state.
+Every node that needed a fallback is counted once per cycle in CycleState.fallbacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import CycleState, MetricStats, NodeInfo, Snapshot
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
+
+FRESH = "fresh"
+STALE = "stale"
+EXPIRED = "expired"
+MISSING = "missing"
+# The watcher's window: samples older than this are no data when the source gives no expiry.
+DEFAULT_EXPIRY_S = 300.0
+
+_CACHE = "loadview"
+_COUNTED = "loadview.counted"
+
+
+@dataclass(frozen=True)
+class Usage:
+    avg: float  # percent of the node
+    std: float  # percent of the node
+    weight: float  # share of measured data: 1 fresh, 0 allocation only
+    reason: str  # FRESH, STALE, EXPIRED or MISSING
+
+
+def allocation_percent(node: NodeInfo, resource: str) -> float:
+    """Requested / allocatable in percent; 0 for a node that offers none of the resource."""
+    allocatable = node.allocatable.get(resource, 0)
+    if allocatable <= 0:
+        return 0.0
+    return 100.0 * node.requested.get(resource, 0) / allocatable
+
+
+def blend_weight(stats: MetricStats) -> float:
+    """How much a stale sample still counts (1 at its horizon, 0 at expiry)."""
+    horizon = stats.horizon or 0.0
+    expiry = stats.expiry if stats.expiry is not None else DEFAULT_EXPIRY_S
+    if expiry <= horizon:
+        return 1.0 if stats.age <= horizon else 0.0
+    return min(max((expiry - stats.age) / (expiry - horizon), 0.0), 1.0)
+
+
+def note_fallback(state: CycleState, node: str, reason: str) -> None:
+    """Count a node's fallback once per cycle however many plugins or resources hit it."""
+    counted = state.setdefault(_COUNTED, set())
+    if (node, reason) not in counted:
+        counted.add((node, reason))
+        state.count_fallback(reason)
+
+
+def metric_stats(snap: Snapshot, node: str, key: str) -> MetricStats | None:
+    load = snap.loads.get(node)
+    return load.metrics.get(key) if load is not None else None
+
+
+def usage(state: CycleState, node: NodeInfo, snap: Snapshot, resource: str) -> Usage:
+    """The node's `resource` ("cpu" or "memory") usage after the fallback rule; memoised."""
+    cache = state.setdefault(_CACHE, {})
+    hit = cache.get((node.name, resource))
+    if hit is not None:
+        return hit
+    stats = metric_stats(snap, node.name, resource)
+    measured = None
+    if stats is not None:
+        measured = stats.avg if stats.avg is not None else stats.latest
+    if measured is None or stats is None or stats.state == EXPIRED:
+        reason = MISSING if measured is None else EXPIRED
+        note_fallback(state, node.name, reason)
+        result = Usage(allocation_percent(node, resource), 0.0, 0.0, reason)
+    elif stats.state == STALE:
+        note_fallback(state, node.name, STALE)
+        w = blend_weight(stats)
+        predicted = allocation_percent(node, resource)
+        result = Usage(w * measured + (1 - w) * predicted, w * (stats.std or 0.0), w, STALE)
+    else:
+        result = Usage(measured, stats.std or 0.0, 1.0, FRESH)
+    cache[(node.name, resource)] = result
+    return result
+
+
+def trimaran_spec(f: Fields) -> str:
+    """The args every Trimaran plugin shares (TrimaranSpec): returns its watcherAddress.
+
+    Ballast reads load only from a watcher, so a metricProvider (Trimaran's library mode) is
+    refused instead of being silently ignored.
+    """
+    if f.has("metricProvider"):
+        raise f.error("metricProvider", "not supported: point watcherAddress at a watcher")
+    address = f.string("watcherAddress", "").strip().rstrip("/")
+    if address and not address.startswith(("http://", "https://")):
+        raise f.error("watcherAddress", f"expected an http(s) URL, got {address!r}")
+    return address

@@ -1,0 +1,29 @@
+"""NodeReady: keep pods off nodes whose Ready condition is not True or that carry the
+not-ready/unreachable taints, unless the pod tolerates both (as DaemonSet pods do)."""
+
+from __future__ import annotations
+
+from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.plugins.taint_toleration import tolerated, tolerations
+from scheduler.resources import NOT_READY_TAINT, UNREACHABLE_TAINT
+
+NAME = "NodeReady"
+_TAINTS = (
+    {"key": NOT_READY_TAINT, "effect": "NoSchedule"},
+    {"key": UNREACHABLE_TAINT, "effect": "NoSchedule"},
+)
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: None = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        if node.ready:
+            return Status.success()
+        tols = tolerations(pod)
+        if all(tolerated(tols, taint) for taint in _TAINTS):
+            return Status.success()
+        return Status.reject("node(s) were not ready")

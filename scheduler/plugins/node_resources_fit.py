@@ -1,0 +1,81 @@
+"""NodeResourcesFit: the pod's effective requests must fit in what the node has left.
+
+Checks the pod count, cpu, memory, ephemeral-storage and every extended resource the pod asks
+for (a resource the node does not offer has 0 left). Reasons as kube-scheduler writes them:
+"Too many pods", "Insufficient cpu", "Insufficient nvidia.com/gpu".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import PODS, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.resources import pods_allowed
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
+
+NAME = "NodeResourcesFit"
+_KEY = NAME + ".requests"
+
+
+@dataclass(frozen=True)
+class Args:
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()  # "example.com" ignores example.com/*
+
+
+def parse_args(f: Fields) -> Args:
+    ignored = f.raw("ignoredResources", [])
+    groups = f.raw("ignoredResourceGroups", [])
+    for key, value in (("ignoredResources", ignored), ("ignoredResourceGroups", groups)):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise f.error(key, "expected a list of resource names")
+    if any("/" in g for g in groups):
+        raise f.error("ignoredResourceGroups", "a group is the part before '/', without it")
+    f.raw("scoringStrategy")  # accepted for kube-scheduler configs; scores are separate plugins
+    f.finish()
+    return Args(frozenset(ignored), frozenset(groups))
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: Args | None = None) -> None:
+        self.args = args or Args()
+
+    def _wanted(self, pod: PodInfo) -> list[tuple[str, int]]:
+        ignored, groups = self.args.ignored_resources, self.args.ignored_resource_groups
+        wanted = []
+        for name, value in sorted(pod.requests.items(), key=_order):
+            if value <= 0 or name == PODS or name in ignored:
+                continue
+            if "/" in name and name.split("/", 1)[0] in groups:
+                continue
+            wanted.append((name, value))
+        return wanted
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
+        state[_KEY] = self._wanted(pod)
+        return True
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        wanted = state.get(_KEY)
+        if wanted is None:
+            wanted = self._wanted(pod)
+        reasons = []
+        if len(node.pods) + 1 > pods_allowed(node):
+            reasons.append("Too many pods")
+        requested, allocatable = node.requested, node.allocatable
+        for name, value in wanted:
+            if value > allocatable.get(name, 0) - requested.get(name, 0):
+                reasons.append(f"Insufficient {name}")
+        return Status.reject(*reasons) if reasons else Status.success()
+
+
+_FIRST = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
+
+
+def _order(item: tuple[str, int]) -> tuple[int, str]:
+    return (_FIRST.get(item[0], 3), item[0])

@@ -1,0 +1,22 @@
+"""NodeUnschedulable: cordoned nodes take only pods that tolerate the unschedulable taint."""
+
+from __future__ import annotations
+
+from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.plugins.taint_toleration import tolerated, tolerations
+from scheduler.resources import UNSCHEDULABLE_TAINT
+
+NAME = "NodeUnschedulable"
+_TAINT = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: None = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        if node.unschedulable and not tolerated(tolerations(pod), _TAINT):
+            return Status.reject("node(s) were unschedulable", unresolvable=True)
+        return Status.success()

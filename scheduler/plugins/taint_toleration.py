@@ -1,0 +1,76 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints lower the score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
+
+NAME = "TaintToleration"
+_HARD = ("NoSchedule", "NoExecute")
+_SOFT = "PreferNoSchedule"
+
+
+def tolerations(pod: PodInfo) -> list[dict[str, Any]]:
+    return (pod.raw.get("spec") or {}).get("tolerations") or []
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    """Kubernetes' ToleratesTaint: effect and key must match (empty matches all), then value
+    equality unless the operator is Exists."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def tolerated(tols: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    return any(tolerates(t, taint) for t in tols)
+
+
+def reverse_normalize(scores: dict[str, int]) -> None:
+    """kube-scheduler's DefaultNormalizeScore(reverse): the most penalised node gets 0."""
+    highest = max(scores.values(), default=0)
+    for node, value in scores.items():
+        scores[node] = (
+            MAX_NODE_SCORE if highest == 0 else MAX_NODE_SCORE - (MAX_NODE_SCORE * value // highest)
+        )
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: None = None) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        if not node.taints:
+            return Status.success()
+        tols = tolerations(pod)
+        for taint in node.taints:
+            if taint.get("effect") in _HARD and not tolerated(tols, taint):
+                key, value = taint.get("key", ""), taint.get("value", "")
+                return Status.reject(
+                    f"node(s) had untolerated taint {{{key}: {value}}}", unresolvable=True
+                )
+        return Status.success()
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> bool:
+        # Only a PreferNoSchedule taint somewhere can make nodes differ.
+        return any(t.get("effect") == _SOFT for n in nodes for t in n.taints)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        tols = [t for t in tolerations(pod) if (t.get("effect") or _SOFT) == _SOFT]
+        soft = [t for t in node.taints if t.get("effect") == _SOFT]
+        return sum(1 for taint in soft if not tolerated(tols, taint))
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
+        reverse_normalize(scores)

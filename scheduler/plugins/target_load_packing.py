@@ -1,0 +1,91 @@
+"""TargetLoadPacking: pack nodes up to a target CPU utilisation, then spread (Trimaran).
+
+U = 100 * (node_used_m + pod_predicted_m + recent_m) / capacity_m, with node_used_m from the
+node's CPU usage percent times status.capacity. Below the target T the score rises from T to
+100 as U approaches T; above it, it falls from T to 0 at U = 100; past 100 it is 0. Rounded as
+Go rounds. Usage comes through loadview (allocation fallback, stale blend); pods bound recently
+(Snapshot.recent_cpu_m) count in proportion to how much measured data the usage holds, since
+allocation already includes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.plugins.loadview import trimaran_spec, usage
+from scheduler.resources import go_round, predicted_cpu_m
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
+
+NAME = "TargetLoadPacking"
+_KEY = NAME + ".predicted"
+
+
+@dataclass(frozen=True)
+class Args:
+    target_utilization: int = 40
+    default_requests_cpu_m: int = 1000
+    default_requests_multiplier: float = 1.5
+    watcher_address: str = ""
+
+
+def parse_args(f: Fields) -> Args:
+    d = Args()
+    requests = f.section("defaultRequests")
+    cpu_m = requests.cpu("cpu", d.default_requests_cpu_m)
+    requests.raw("memory")  # part of upstream's ResourceList; TargetLoadPacking reads cpu only
+    requests.finish()
+    args = Args(
+        target_utilization=f.integer("targetUtilization", d.target_utilization, 1, 100),
+        default_requests_cpu_m=cpu_m,
+        default_requests_multiplier=f.number(
+            "defaultRequestsMultiplier", d.default_requests_multiplier, 0, 1000
+        ),
+        watcher_address=trimaran_spec(f),
+    )
+    f.finish()
+    return args
+
+
+def tlp_score(
+    used_percent: float, capacity_m: float, pod_m: float, recent_m: float, target: int
+) -> int:
+    """The upstream formula on plain numbers, in Go's float order of operations."""
+    used_m = (used_percent / 100) * capacity_m
+    predicted = 0.0
+    if capacity_m != 0:
+        predicted = 100 * (used_m + pod_m + recent_m) / capacity_m
+    t = float(target)
+    if predicted > t:
+        if predicted > 100:
+            return 0
+        return go_round(t * (100 - predicted) / (100 - t))
+    return go_round((100 - t) * predicted / t + t)
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: Args | None = None) -> None:
+        self.args = args or Args()
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> bool:
+        state[_KEY] = predicted_cpu_m(
+            pod, self.args.default_requests_cpu_m, self.args.default_requests_multiplier
+        )
+        return True
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        pod_m = state.get(_KEY)
+        if pod_m is None:
+            self.pre_score(state, pod, [node], snap)
+            pod_m = state[_KEY]
+        u = usage(state, node, snap, CPU)
+        recent_m = snap.recent_cpu_m.get(node.name, 0) * u.weight
+        capacity_m = float(node.capacity.get(CPU, 0))
+        return tlp_score(u.avg, capacity_m, float(pod_m), recent_m, self.args.target_utilization)

@@ -1,0 +1,122 @@
+"""A profile: one schedulerName's plugins, run as one filter pass and one score pass.
+
+The cycle calls `filter` then `score`; both share a CycleState so per-pod work (predicted CPU,
+parsed affinity) is done once and the metrics fallbacks are counted in `state.fallbacks`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from scheduler import registry
+from scheduler.config import ProfileConfig, SchedulerConfig
+from scheduler.framework import (
+    BatchScorePlugin,
+    CycleState,
+    FilterPlugin,
+    NodeInfo,
+    NormalizeScorePlugin,
+    PodInfo,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Snapshot,
+)
+
+
+class Profile:
+    def __init__(
+        self,
+        scheduler_name: str,
+        filters: list[FilterPlugin],
+        scores: list[tuple[ScorePlugin, int]],
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.filters = filters
+        self.scores = scores
+
+    @classmethod
+    def from_config(cls, cfg: ProfileConfig) -> Profile:
+        plugins = {}
+        for name in [*cfg.filters, *(ref.name for ref in cfg.scores)]:
+            if name not in plugins:
+                plugins[name] = registry.new_plugin(name, cfg.args.get(name))
+        return cls(
+            cfg.scheduler_name,
+            [plugins[name] for name in cfg.filters],
+            [(plugins[ref.name], ref.weight) for ref in cfg.scores],
+        )
+
+    def filter(
+        self,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        snap: Snapshot,
+        state: CycleState | None = None,
+    ) -> tuple[list[NodeInfo], dict[str, list[str]]]:
+        """(feasible nodes, {rejected node: its reasons}); a node stops at its first failing
+        plugin, as in kube-scheduler."""
+        state = CycleState() if state is None else state
+        active = [
+            p
+            for p in self.filters
+            if not isinstance(p, PreFilterPlugin) or p.pre_filter(state, pod, snap)
+        ]
+        feasible: list[NodeInfo] = []
+        reasons: dict[str, list[str]] = {}
+        for node in nodes:
+            for plugin in active:
+                status = plugin.filter(state, pod, node, snap)
+                if not status.ok:
+                    reasons[node.name] = list(status.reasons)
+                    break
+            else:
+                feasible.append(node)
+        return feasible, reasons
+
+    def score(
+        self,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        snap: Snapshot,
+        state: CycleState | None = None,
+    ) -> dict[str, int]:
+        """{node: sum of weight * normalised score}. A plugin whose pre_score says every node
+        would score the same is skipped: a constant offset never changes the pick."""
+        state = CycleState() if state is None else state
+        names = [n.name for n in nodes]
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        for plugin, weight in self.scores:
+            if isinstance(plugin, PreScorePlugin) and not plugin.pre_score(state, pod, nodes, snap):
+                continue
+            if isinstance(plugin, BatchScorePlugin):
+                values = plugin.score_all(state, pod, nodes, snap)
+            else:
+                values = [plugin.score(state, pod, node, snap) for node in nodes]
+            if isinstance(plugin, NormalizeScorePlugin):
+                by_node = dict(zip(names, values, strict=True))
+                plugin.normalize(state, pod, by_node)
+                values = [by_node[n] for n in names]
+            totals += weight * np.asarray(values, dtype=np.int64)
+        return dict(zip(names, totals.tolist(), strict=True))
+
+
+def build_profiles(cfg: SchedulerConfig) -> dict[str, Profile]:
+    """schedulerName -> Profile, for every profile of the config."""
+    return {p.scheduler_name: Profile.from_config(p) for p in cfg.profiles}
+
+
+def failure_message(total_nodes: int, reasons: dict[str, list[str]] | dict[str, str]) -> str:
+    """kube-scheduler's FailedScheduling text, e.g.
+    "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint {k: v}."
+    Counts per reason (a node can give several), sorted as strings like kube-scheduler does."""
+    if total_nodes == 0:
+        return "no nodes available to schedule pods"
+    counts: Counter[str] = Counter()
+    for value in reasons.values():
+        counts.update([value] if isinstance(value, str) else value)
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    text = f"0/{total_nodes} nodes are available"
+    return f"{text}: {', '.join(parts)}." if parts else f"{text}."

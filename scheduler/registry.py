@@ -1,0 +1,65 @@
+"""Plugin names (upstream's spelling) to the modules that implement them.
+
+A plugin module defines NAME, a `Plugin` class taking its typed args, and, when it has args,
+`Args` and `parse_args(fields) -> Args`. Adding a plugin is one file plus one line below.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from scheduler.errors import ConfigError
+from scheduler.framework import Plugin
+from scheduler.plugins import (
+    node_affinity,
+    node_ready,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+    target_load_packing,
+)
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
+
+_MODULES: tuple[ModuleType, ...] = (
+    node_unschedulable,
+    node_ready,
+    node_resources_fit,
+    node_affinity,
+    taint_toleration,
+    target_load_packing,
+)
+
+REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def check_name(name: str, where: str) -> None:
+    if name not in REGISTRY:
+        raise ConfigError(f"{where}: unknown plugin {name!r} (known: {', '.join(names())})")
+
+
+def points(name: str) -> set[str]:
+    """The extension points ("filter", "score") the plugin implements."""
+    cls = REGISTRY[name].Plugin
+    return {p for p in ("filter", "score") if callable(getattr(cls, p, None))}
+
+
+def parse_args(name: str, fields: Fields) -> Any:
+    """The plugin's typed args from its pluginConfig entry (defaults for an empty one)."""
+    module = REGISTRY[name]
+    parser = getattr(module, "parse_args", None)
+    if parser is None:
+        fields.finish()  # a plugin without args refuses any
+        return None
+    return parser(fields)
+
+
+def new_plugin(name: str, args: Any = None) -> Plugin:
+    module = REGISTRY[name]
+    return module.Plugin(args) if args is not None else module.Plugin()

@@ -1,0 +1,83 @@
+from scheduler.framework import CycleState
+from scheduler.plugins.target_load_packing import Args, Plugin, tlp_score
+from scheduler.resources import go_round
+from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
+
+
+def tlp_of(pod, node, cpu_stats=None, recent=None, **args):
+    loads = {node.name: {"cpu": cpu_stats}} if cpu_stats is not None else {}
+    snap = snapshot([node], loads, recent)
+    state = CycleState()
+    return Plugin(Args(**args)).score(state, pod, node, snap), state
+
+
+def test_go_round_halves_away_from_zero():
+    assert go_round(72.5) == 73
+    assert go_round(77.5) == 78
+    assert go_round(-2.5) == -3
+    assert go_round(0.49999999999999994) == 0
+    assert go_round(2.4999) == 2
+
+
+def test_worked_example_target_40():
+    # nodes at 25 %, 50 %, 10 % with an empty pod score 77.5->78, 33, 55
+    assert [tlp_score(u, 1000, 0, 0, 40) for u in (25, 50, 10)] == [78, 33, 55]
+
+
+def test_reference_vectors_node_1000m():
+    node = make_node(cpu="1000m")
+    empty = make_pod()
+    assert tlp_of(empty, node, stats(latest=0))[0] == 40
+    assert tlp_of(empty, node, stats(latest=50))[0] == 33
+    limited = make_pod(containers=[container(limits={"cpu": "1000m"})])
+    assert tlp_of(limited, node, stats(latest=30))[0] == 0  # U = 130
+
+
+def test_capacity_zero_scores_target():
+    assert tlp_score(50, 0, 500, 0, 40) == 40
+
+
+def test_prediction_uses_multiplier_and_default():
+    node = make_node(cpu="2")
+    # request 200m * 1.5 = 300m -> U = 15 % -> (60 * 15 / 40) + 40 = 62.5 -> 63
+    pod = make_pod(containers=[container(cpu="200m")])
+    assert tlp_of(pod, node, stats(avg=0))[0] == 63
+    # a container with no cpu at all is predicted at defaultRequests (1000m): U = 50 -> 33
+    assert tlp_of(make_pod(containers=[container()]), node, stats(avg=0))[0] == 33
+
+
+def test_recent_pods_add_to_usage():
+    node = make_node(cpu="1000m")
+    assert tlp_of(make_pod(), node, stats(avg=0), recent={"n1": 500})[0] == 33
+
+
+def test_missing_metrics_fall_back_to_allocation():
+    node = make_node(cpu="1000m")
+    node.add_pod(make_pod("bound", [container(cpu="250m")]))
+    score, state = tlp_of(make_pod(), node)
+    # requested 250m / 1000m = 25 % instead of upstream's flat 0
+    assert score == 78
+    assert state.fallbacks == {"missing": 1}
+
+
+def test_expired_metrics_fall_back_and_recent_pods_not_double_counted():
+    node = make_node(cpu="1000m")
+    node.add_pod(make_pod("bound", [container(cpu="250m")]))
+    score, state = tlp_of(make_pod(), node, stats(avg=90, state="expired"), recent={"n1": 250})
+    assert score == 78
+    assert state.fallbacks == {"expired": 1}
+
+
+def test_stale_metrics_blend_toward_allocation():
+    node = make_node(cpu="1000m")
+    node.add_pod(make_pod("bound", [container(cpu="100m")]))  # allocation 10 %
+    # horizon 30, expiry 130, age 80 -> w = 0.5 -> U = 0.5 * 50 + 0.5 * 10 = 30 -> 85
+    s = stats(avg=50, state="stale", age=80, horizon=30, expiry=130)
+    score, state = tlp_of(make_pod(), node, s)
+    assert score == 85
+    assert state.fallbacks == {"stale": 1}
+
+
+def test_target_is_an_argument():
+    assert tlp_score(50, 1000, 0, 0, 60) == go_round(40 * 50 / 60 + 60)
+    assert tlp_score(80, 1000, 0, 0, 60) == go_round(60 * 20 / 40)
