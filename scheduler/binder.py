@@ -1,0 +1,83 @@
+"""Asynchronous binding through the `pods/binding` subresource, on a thread pool.
+
+The cycle assumes a pod on its node and hands it here; the cycle moves on at once. The outcome
+goes to a callback: `bound` (the API accepted it), `already_bound` (409: someone bound it first,
+the watch will show where), `gone` (404: the pod was deleted) or `failed` (anything else: the
+caller forgets the assumption and requeues the pod).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from scheduler.framework import PodInfo
+
+log = logging.getLogger(__name__)
+
+BOUND, ALREADY_BOUND, GONE, FAILED = "bound", "already_bound", "gone", "failed"
+REQUEST_TIMEOUT = (5.0, 15.0)
+
+Outcome = Callable[[PodInfo, str, str, str], None]  # pod, node, result, detail
+
+
+def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        # The uid makes the API refuse a recreated pod of the same name.
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+class Binder:
+    def __init__(self, api: client.ApiClient, parallelism: int, outcome: Outcome) -> None:
+        self._core = client.CoreV1Api(api)
+        self._outcome = outcome
+        self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="bind")
+
+    def bind(self, pod: PodInfo, node: str) -> None:
+        self._pool.submit(self._bind, pod, node)
+
+    def stop(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=False)
+
+    def _bind(self, pod: PodInfo, node: str) -> None:
+        result, detail = BOUND, ""
+        try:
+            resp = self._core.create_namespaced_binding(
+                pod.name,
+                pod.namespace,
+                binding_body(pod, node),
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+            resp.release_conn()
+        except ApiException as exc:
+            detail = _api_message(exc)
+            if exc.status == 409:
+                result = ALREADY_BOUND
+            elif exc.status == 404:
+                result = GONE
+            else:
+                result = FAILED
+        except Exception as exc:  # noqa: BLE001 - transport errors: requeue and retry
+            result, detail = FAILED, f"{type(exc).__name__}: {exc}"
+        try:
+            self._outcome(pod, node, result, detail)
+        except Exception:  # noqa: BLE001 - a broken callback must not kill the pool thread
+            log.exception("binding outcome handler failed for %s", pod.key)
+
+
+def _api_message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body).get("message") or exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        return f"HTTP {exc.status} {exc.reason}"

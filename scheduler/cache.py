@@ -1,0 +1,393 @@
+"""The cluster cache: nodes and pods from list+watch, with assumed pods counted at once.
+
+Two reflector threads (nodes, pods) list with pagination, then watch from the list's
+resourceVersion with bookmarks. A watch that ends is resumed from the last version seen; a 410
+Gone (the version left etcd's history) means list again and reconcile; any other failure
+reconnects with jittered exponential backoff. Raw JSON all the way (`_preload_content=False`):
+the kubernetes client's model classes cost more than the scheduling itself.
+
+Pods are parsed once (resources.pod_info) when they matter: pending pods of our scheduler names
+go to the listener (the queue), bound pods are counted on their node. Status-only updates of a
+pod already counted are ignored. A pod that this scheduler assumed counts on its node from the
+moment `assume` is called until the watch confirms the binding, or `forget` drops it.
+
+All mutation happens under `lock`; the scheduling cycle holds it while it filters, scores and
+assumes, so it sees one consistent cluster without copying it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from scheduler import resources
+from scheduler.framework import NodeInfo, PodInfo
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 500
+WATCH_SECONDS = 300  # server-side watch timeout; the client's read timeout is a bit longer
+CONNECT_TIMEOUT = 5.0
+LIST_TIMEOUT = 60.0
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class Listener(Protocol):
+    def pod_pending(self, pod: PodInfo) -> None: ...
+
+    def pod_gone(self, uid: str) -> None: ...
+
+    def pod_bound(self, pod: PodInfo) -> None: ...
+
+    def cluster_changed(self) -> None: ...
+
+
+class Reflector:
+    """List then watch one resource kind, feeding `replace` and `event` callbacks."""
+
+    def __init__(
+        self,
+        kind: str,
+        list_fn: Callable[..., Any],
+        replace: Callable[[list[dict[str, Any]]], None],
+        event: Callable[[str, dict[str, Any]], None],
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.kind = kind
+        self._list_fn = list_fn
+        self._replace = replace
+        self._event = event
+        self._max_backoff = max_backoff
+        self.resource_version: str | None = None
+        self.synced = threading.Event()
+        self.relists = 0
+        self.reconnects = 0
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"reflector-{kind}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.close()  # unblocks a read waiting on the watch stream
+            except Exception:  # noqa: BLE001 - closing a dead socket may fail in many ways
+                pass
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if self.resource_version is None:
+                    self._list()
+                self._watch()
+                failures = 0
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("%s watch: resourceVersion too old, listing again", self.kind)
+                    self.resource_version = None
+                    continue
+                failures += 1
+                self._pause(failures, f"HTTP {exc.status} {exc.reason}")
+            except Exception as exc:  # noqa: BLE001 - any transport error: reconnect
+                if self._stop.is_set():
+                    return
+                failures += 1
+                self._pause(failures, f"{type(exc).__name__}: {exc}")
+
+    def _pause(self, failures: int, why: str) -> None:
+        self.reconnects += 1
+        delay = min(0.2 * 2 ** min(failures - 1, 10), self._max_backoff)
+        delay *= random.uniform(0.8, 1.2)
+        log.warning("%s watch failed (%s); retrying in %.1fs", self.kind, why, delay)
+        self._stop.wait(delay)
+
+    def _list(self) -> None:
+        items: list[dict[str, Any]] = []
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": LIST_PAGE}
+            if token:
+                kwargs["_continue"] = token
+            resp = self._list_fn(
+                _preload_content=False, _request_timeout=(CONNECT_TIMEOUT, LIST_TIMEOUT), **kwargs
+            )
+            doc = json.loads(resp.data)
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                break
+        self._replace(items)
+        self.resource_version = meta.get("resourceVersion")
+        self.relists += 1
+        self.synced.set()
+
+    def _watch(self) -> None:
+        resp = self._list_fn(
+            watch=True,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=WATCH_SECONDS,
+            _preload_content=False,
+            _request_timeout=(CONNECT_TIMEOUT, WATCH_SECONDS + 30),
+        )
+        self._resp = resp
+        try:
+            for line in iter_resp_lines(resp):
+                if self._stop.is_set():
+                    return
+                ev = json.loads(line)
+                kind, obj = ev.get("type"), ev.get("object") or {}
+                if kind == "ERROR":
+                    raise ApiException(status=obj.get("code"), reason=obj.get("message"))
+                version = (obj.get("metadata") or {}).get("resourceVersion")
+                if kind != "BOOKMARK":
+                    self._event(kind, obj)
+                if version:
+                    self.resource_version = version
+        finally:
+            self._resp = None
+            resp.release_conn()
+
+
+def _node_signature(node: NodeInfo) -> tuple[Any, ...]:
+    """What filters look at: a change here may make a parked pod schedulable."""
+    return (
+        node.ready,
+        node.unschedulable,
+        tuple(sorted(node.allocatable.items())),
+        tuple(sorted(node.labels.items())),
+        json.dumps(node.taints, sort_keys=True),
+    )
+
+
+class ClusterCache:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        scheduler_names: Iterable[str],
+        listener: Listener,
+    ) -> None:
+        self.lock = threading.RLock()
+        self.nodes: dict[str, NodeInfo] = {}
+        self.scheduler_names = frozenset(scheduler_names)
+        self._listener = listener
+        self._placed: dict[str, str] = {}  # uid -> node, bound or assumed
+        self._assumed: dict[str, str] = {}  # uid -> node, not yet confirmed by the watch
+        self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods on a node we do not know
+        self._pending: set[str] = set()  # uids handed to the listener as pending
+        self._signatures: dict[str, tuple[Any, ...]] = {}
+        core = client.CoreV1Api(api)
+        self.node_reflector = Reflector(
+            "nodes", core.list_node, self._replace_nodes, self._node_event
+        )
+        self.pod_reflector = Reflector(
+            "pods", core.list_pod_for_all_namespaces, self._replace_pods, self._pod_event
+        )
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.node_reflector.start()
+        self.node_reflector.synced.wait(timeout=LIST_TIMEOUT)
+        self.pod_reflector.start()
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self.node_reflector.synced.wait(timeout) and self.pod_reflector.synced.wait(timeout)
+
+    def stop(self) -> None:
+        self.pod_reflector.stop()
+        self.node_reflector.stop()
+
+    # --- the cycle's side ---------------------------------------------------------------
+    def assume(self, pod: PodInfo, node_name: str) -> bool:
+        """Count `pod` on `node_name` now; False when the node vanished meanwhile."""
+        with self.lock:
+            node = self.nodes.get(node_name)
+            if node is None:
+                return False
+            node.add_pod(pod)
+            self._placed[pod.uid] = node_name
+            self._assumed[pod.uid] = node_name
+            self._pending.discard(pod.uid)
+            return True
+
+    def forget(self, pod: PodInfo) -> None:
+        """Undo `assume` (the bind failed); a pod the watch already confirmed stays."""
+        with self.lock:
+            node_name = self._assumed.pop(pod.uid, None)
+            if node_name is None:
+                return
+            self._unplace(pod.uid)
+            self._pending.add(pod.uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        with self.lock:
+            return uid in self._assumed
+
+    def node_of(self, uid: str) -> str | None:
+        with self.lock:
+            return self._placed.get(uid)
+
+    def stats(self) -> dict[str, int]:
+        with self.lock:
+            return {
+                "nodes": len(self.nodes),
+                "placed_pods": len(self._placed),
+                "assumed_pods": len(self._assumed),
+                "relists": self.node_reflector.relists + self.pod_reflector.relists,
+                "reconnects": self.node_reflector.reconnects + self.pod_reflector.reconnects,
+            }
+
+    # --- nodes --------------------------------------------------------------------------
+    def _replace_nodes(self, items: list[dict[str, Any]]) -> None:
+        with self.lock:
+            seen = set()
+            for obj in items:
+                seen.add((obj.get("metadata") or {}).get("name"))
+                self._upsert_node(obj)
+            for name in list(self.nodes):
+                if name not in seen:
+                    self._delete_node(name)
+        self._listener.cluster_changed()
+
+    def _node_event(self, kind: str, obj: dict[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        with self.lock:
+            if kind == "DELETED":
+                self._delete_node(name)
+                return
+            changed = self._upsert_node(obj)
+        if changed:
+            self._listener.cluster_changed()
+
+    def _upsert_node(self, obj: dict[str, Any]) -> bool:
+        fresh = resources.node_info(obj)
+        old = self.nodes.get(fresh.name)
+        if old is not None:
+            fresh.pods = old.pods
+            fresh.requested = old.requested
+            fresh.limits = old.limits
+            fresh.nonzero_requested = old.nonzero_requested
+        else:
+            for pod in self._orphans.pop(fresh.name, {}).values():
+                fresh.add_pod(pod)
+        self.nodes[fresh.name] = fresh
+        signature = _node_signature(fresh)
+        changed = self._signatures.get(fresh.name) != signature
+        self._signatures[fresh.name] = signature
+        return changed
+
+    def _delete_node(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        self._signatures.pop(name, None)
+        if node is not None and node.pods:
+            # Its pods still exist in the API; keep them in case the node comes back.
+            self._orphans[name] = dict(node.pods)
+
+    # --- pods ---------------------------------------------------------------------------
+    def _replace_pods(self, items: list[dict[str, Any]]) -> None:
+        seen = set()
+        for obj in items:
+            seen.add((obj.get("metadata") or {}).get("uid"))
+            self._pod_event("ADDED", obj)
+        with self.lock:
+            gone = [uid for uid in self._placed if uid not in seen and uid not in self._assumed]
+            gone_pending = [uid for uid in self._pending if uid not in seen]
+            for uid in gone:
+                self._unplace(uid)
+            self._pending.difference_update(gone_pending)
+        for uid in gone + gone_pending:
+            self._listener.pod_gone(uid)
+        if gone:
+            self._listener.cluster_changed()
+
+    def _pod_event(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        uid = meta.get("uid", "")
+        node_name = spec.get("nodeName") or ""
+        phase = (obj.get("status") or {}).get("phase")
+        if kind == "DELETED" or phase in TERMINAL_PHASES:
+            with self.lock:
+                was_placed = self._unplace(uid)
+                self._assumed.pop(uid, None)
+                self._pending.discard(uid)
+            self._listener.pod_gone(uid)
+            if was_placed:
+                self._listener.cluster_changed()
+            return
+        if node_name:
+            with self.lock:
+                if self._placed.get(uid) == node_name and uid not in self._assumed:
+                    return  # already counted; a status update changes no request
+                pod = self._parse(obj)
+                if pod is None:
+                    return
+                was_pending = uid in self._pending
+                self._pending.discard(uid)
+                self._assumed.pop(uid, None)
+                if self._placed.get(uid) not in (None, node_name):
+                    self._unplace(uid)
+                self._place(pod, node_name)
+            if was_pending or pod.scheduler_name in self.scheduler_names:
+                self._listener.pod_bound(pod)
+            return
+        if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names:
+            return  # someone else's pod: never touched
+        if meta.get("deletionTimestamp"):
+            return
+        with self.lock:
+            if uid in self._assumed:
+                return  # our bind is in flight; the watch has not caught up yet
+            pod = self._parse(obj)
+            if pod is None:
+                return
+            self._pending.add(uid)
+        self._listener.pod_pending(pod)
+
+    def _parse(self, obj: dict[str, Any]) -> PodInfo | None:
+        try:
+            return resources.pod_info(obj)
+        except ValueError as exc:
+            meta = obj.get("metadata") or {}
+            log.warning("pod %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), exc)
+            return None
+
+    def _place(self, pod: PodInfo, node_name: str) -> None:
+        self._placed[pod.uid] = node_name
+        node = self.nodes.get(node_name)
+        if node is not None:
+            node.add_pod(pod)
+        else:
+            self._orphans.setdefault(node_name, {})[pod.uid] = pod
+
+    def _unplace(self, uid: str) -> bool:
+        node_name = self._placed.pop(uid, None)
+        if node_name is None:
+            return False
+        node = self.nodes.get(node_name)
+        if node is not None:
+            pod = node.pods.get(uid)
+            if pod is not None:
+                node.remove_pod(pod)
+        else:
+            orphans = self._orphans.get(node_name)
+            if orphans is not None:
+                orphans.pop(uid, None)
+                if not orphans:
+                    del self._orphans[node_name]
+        return True

@@ -1,0 +1,85 @@
+"""`ballast scheduler --config FILE [--kubeconfig PATH] [--metrics-listen HOST:PORT]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from kubernetes import client, config
+
+from scheduler.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "scheduler",
+        help="run the load-aware scheduler",
+        description="Schedule pods whose spec.schedulerName matches a configured profile.",
+    )
+    p.add_argument("--config", required=True, help="scheduler configuration (YAML)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
+    p.add_argument(
+        "--metrics-listen",
+        default="0.0.0.0:10259",
+        help="HOST:PORT for /metrics and /healthz (default %(default)s; empty: off)",
+    )
+    p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=run)
+
+
+def api_client(kubeconfig: str | None, pool: int) -> client.ApiClient:
+    """An API client with a connection pool big enough for the binder's threads."""
+    cfg = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        config.load_incluster_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = pool
+    return client.ApiClient(cfg)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    from scheduler.config import load_config
+    from scheduler.profile import build_profiles
+    from scheduler.runtime import Runtime, RuntimeOptions
+
+    try:
+        cfg = load_config(args.config)
+        profiles = build_profiles(cfg)
+    except ConfigError as exc:
+        print(f"ballast scheduler: bad config: {exc}", file=sys.stderr)
+        return 2
+    try:
+        api = api_client(args.kubeconfig, cfg.parallelism + 8)
+    except (config.ConfigException, OSError) as exc:
+        print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
+        return 2
+    options = RuntimeOptions(
+        metrics_listen=args.metrics_listen or None,
+        watcher_interval=args.watcher_interval,
+        identity=args.identity,
+    )
+    runtime = Runtime(cfg, api, profiles, options)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    runtime.start()
+    lost = False
+    while not stop.is_set():
+        if runtime.wait(timeout=0.5):
+            lost = True
+            break
+    runtime.stop()
+    if lost:
+        logging.getLogger(__name__).error("leader lease lost; exiting so a restart starts clean")
+        return 1
+    return 0

@@ -1,0 +1,196 @@
+"""One scheduling cycle, start to finish: the file to read to know what happens to a pod.
+
+pop -> snapshot -> filter -> score -> pick -> assume -> bind (async) -> events
+
+- pop: the queue hands over the most important pending pod (priority, then age).
+- snapshot: the cache's nodes (under its lock, not copied), the metrics client's newest loads
+  (never waits on the network) and the predicted CPU of pods bound too recently to show.
+- filter: the profile's filter plugins; on big clusters only until enough feasible nodes are
+  found (percentageOfNodesToScore, kube-scheduler's adaptive rule), starting where the last
+  cycle stopped so every node gets its turn.
+- score: the profile's score plugins, weighted and summed.
+- pick: the best total; ties broken at random so equal nodes share a burst.
+- assume: the pod counts on the node in the cache at once, so the next cycle sees it.
+- bind: handed to the binder's thread pool; the cycle goes on with the next pod.
+- events: `Scheduled` when the API accepted the binding, `FailedScheduling` otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler import binder as binding
+from scheduler import resources
+from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.profile import Profile, failure_message
+from scheduler.server import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
+
+log = logging.getLogger(__name__)
+
+# kube-scheduler's numbers for percentageOfNodesToScore.
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+BASE_PERCENTAGE = 50
+FILTER_CHUNK = 64
+
+
+def nodes_to_find(total: int, percentage: int) -> int:
+    """How many feasible nodes are enough (kube-scheduler's numFeasibleNodesToFind)."""
+    if total < MIN_FEASIBLE_NODES or percentage >= 100:
+        return total
+    if percentage <= 0:
+        percentage = max(BASE_PERCENTAGE - total // 125, MIN_FEASIBLE_PERCENTAGE)
+    return max(total * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+def pick(scores: dict[str, int], rng: random.Random) -> str:
+    """The node with the best score; among equals, one at random (reservoir sampling)."""
+    best_node, best, ties = "", None, 0
+    for node, score in scores.items():
+        if best is None or score > best:
+            best_node, best, ties = node, score, 1
+        elif score == best:
+            ties += 1
+            if rng.randrange(ties) == 0:
+                best_node = node
+    return best_node
+
+
+class Cycle:
+    def __init__(
+        self,
+        profiles: dict[str, Profile],
+        cache: Any,
+        queue: Any,
+        loads: Callable[[], dict[str, Any]],
+        recent: Any,
+        binder_factory: Callable[[binding.Outcome], binding.Binder],
+        events: Any,
+        telemetry: Telemetry,
+        percentage_of_nodes_to_score: int = 0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.profiles = profiles
+        self.cache = cache
+        self.queue = queue
+        self.loads = loads
+        self.recent = recent
+        self.events = events
+        self.telemetry = telemetry
+        self.percentage = percentage_of_nodes_to_score
+        self.rng = rng or random.Random()
+        self.binder = binder_factory(self.binding_done)
+        self._next_start = 0
+
+    def schedule_one(self, pod: PodInfo) -> str:
+        """Schedule one popped pod; returns the attempt's result."""
+        started = time.perf_counter()
+        profile = self.profiles.get(pod.scheduler_name)
+        if profile is None:  # the cache only queues our names; a profile removed at reload
+            self.queue.remove(pod.uid)
+            return ERROR
+        try:
+            result = self._attempt(pod, profile)
+        except Exception as exc:  # noqa: BLE001 - one bad pod must not stop the scheduler
+            log.exception("scheduling %s failed", pod.key)
+            self.queue.requeue_backoff(pod)
+            self.events.failed(pod, f"scheduler error: {type(exc).__name__}: {exc}")
+            result = ERROR
+        self.telemetry.attempts.labels(result, profile.scheduler_name).inc()
+        self.telemetry.latency.labels(result).observe(time.perf_counter() - started)
+        return result
+
+    def _attempt(self, pod: PodInfo, profile: Profile) -> str:
+        loads = self.loads()
+        now = time.time()
+        with self.cache.lock:
+            nodes = list(self.cache.nodes.values())
+            snap = Snapshot(
+                nodes=self.cache.nodes,
+                loads=loads,
+                now=now,
+                recent_cpu_m=self.recent.cpu_by_node(loads, now),
+            )
+            state = CycleState()
+            feasible, reasons = self._filter(profile, pod, nodes, snap, state)
+            if not feasible:
+                message = failure_message(len(nodes), reasons)
+                self.queue.unschedulable(pod)
+                self.events.failed(pod, message)
+                log.info("%s unschedulable: %s", pod.key, message)
+                return UNSCHEDULABLE
+            if len(feasible) == 1:
+                chosen = feasible[0].name
+            else:
+                chosen = pick(profile.score(pod, feasible, snap, state), self.rng)
+            self._count_fallbacks(state)
+            if not self.cache.assume(pod, chosen):
+                self.queue.requeue_backoff(pod)
+                return ERROR
+        self.queue.done(pod.uid)
+        self.binder.bind(pod, chosen)
+        return SCHEDULED
+
+    def _filter(
+        self,
+        profile: Profile,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        snap: Snapshot,
+        state: CycleState,
+    ) -> tuple[list[NodeInfo], dict[str, Any]]:
+        total = len(nodes)
+        wanted = nodes_to_find(total, self.percentage)
+        if wanted >= total:
+            return profile.filter(pod, nodes, snap, state)
+        start = self._next_start % total
+        ordered = nodes[start:] + nodes[:start]
+        feasible: list[NodeInfo] = []
+        reasons: dict[str, Any] = {}
+        seen = 0
+        while seen < total and len(feasible) < wanted:
+            chunk = ordered[seen : seen + FILTER_CHUNK]
+            seen += len(chunk)
+            ok, why = profile.filter(pod, chunk, snap, state)
+            feasible.extend(ok)
+            reasons.update(why)
+        self._next_start = (start + seen) % total
+        return feasible[:wanted] if len(feasible) > wanted else feasible, reasons
+
+    def _count_fallbacks(self, state: CycleState) -> None:
+        for reason, count in state.fallbacks.items():
+            if count:
+                self.telemetry.fallbacks.labels(reason).inc(count)
+
+    def _predicted_cpu_m(self, pod: PodInfo) -> int:
+        """The recently-bound estimate, with the profile's TargetLoadPacking args if any."""
+        profile = self.profiles.get(pod.scheduler_name)
+        for plugin, _ in profile.scores if profile else ():
+            predict = getattr(plugin, "predicted_cpu_m", None)
+            if predict is not None:
+                return int(predict(pod))
+        return resources.predicted_cpu_m(pod)
+
+    # --- the binder's answer, on a binder thread ---------------------------------------
+    def binding_done(self, pod: PodInfo, node: str, result: str, detail: str) -> None:
+        self.telemetry.binds.labels(result).inc()
+        if result == binding.BOUND:
+            self.recent.record(pod.uid, node, self._predicted_cpu_m(pod))
+            self.events.scheduled(pod, node)
+            if pod.created:
+                self.telemetry.e2e.observe(max(0.0, time.time() - pod.created))
+            return
+        self.cache.forget(pod)
+        if result == binding.ALREADY_BOUND:
+            log.info("%s was bound elsewhere already: %s", pod.key, detail)
+            return  # the watch brings the real placement
+        if result == binding.GONE:
+            self.queue.remove(pod.uid)
+            return
+        log.warning("binding %s to %s failed: %s; requeued", pod.key, node, detail)
+        self.events.failed(pod, f"Binding rejected: {detail}")
+        self.queue.requeue_backoff(pod)

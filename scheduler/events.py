@@ -1,0 +1,128 @@
+"""Kubernetes Events for scheduling outcomes: `Scheduled` and `FailedScheduling`.
+
+Written as events.k8s.io/v1 Events, as kube-scheduler writes them: `reportingController` is the
+profile's scheduler name, `reportingInstance` this replica's identity. Posting happens on a
+small worker pool behind a bounded queue, so a slow API server never slows scheduling; when the
+queue is full the event is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from scheduler.framework import PodInfo
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT = (5.0, 10.0)
+NORMAL, WARNING = "Normal", "Warning"
+
+
+def micro_time(ts: float | None = None) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
+    moment = datetime.now(UTC) if ts is None else datetime.fromtimestamp(ts, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def event_body(
+    pod: PodInfo,
+    reason: str,
+    note: str,
+    kind: str,
+    action: str,
+    controller: str,
+    instance: str,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{pod.name}.{uuid.uuid4().hex[:16]}",
+            "namespace": pod.namespace,
+        },
+        "eventTime": micro_time(),
+        "reportingController": controller,
+        "reportingInstance": instance,
+        "action": action,
+        "reason": reason,
+        "note": note[:1024],
+        "type": kind,
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "uid": pod.uid,
+        },
+    }
+
+
+class EventRecorder:
+    def __init__(
+        self, api: client.ApiClient, instance: str, workers: int = 2, capacity: int = 10_000
+    ) -> None:
+        self._events = client.EventsV1Api(api)
+        self.instance = instance
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
+        self.sent = 0
+        self.dropped = 0
+        self.failed = 0
+        self._threads = [
+            threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
+            for i in range(workers)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for _ in self._threads:
+            try:
+                self._queue.put(None, timeout=timeout)
+            except queue.Full:
+                break
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+
+    def scheduled(self, pod: PodInfo, node: str) -> None:
+        note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        self._put(pod, "Scheduled", note, NORMAL, "Binding")
+
+    def failed(self, pod: PodInfo, message: str) -> None:
+        self._put(pod, "FailedScheduling", message, WARNING, "Scheduling")
+
+    def _put(self, pod: PodInfo, reason: str, note: str, kind: str, action: str) -> None:
+        body = event_body(pod, reason, note, kind, action, pod.scheduler_name, self.instance)
+        try:
+            self._queue.put_nowait(body)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            body = self._queue.get()
+            if body is None:
+                return
+            try:
+                self._events.create_namespaced_event(
+                    body["metadata"]["namespace"],
+                    body,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+                self.sent += 1
+            except (ApiException, OSError, ValueError) as exc:
+                self.failed += 1
+                log.debug("event %s not written: %s", body["reason"], exc)
+            except Exception as exc:  # noqa: BLE001 - urllib3 errors; events are best effort
+                self.failed += 1
+                log.debug("event %s not written: %s", body["reason"], exc)

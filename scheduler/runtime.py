@@ -1,0 +1,209 @@
+"""Wires the scheduler's parts together and runs the scheduling loop.
+
+cache (watches) --pending pods--> queue --pop--> cycle --assume--> cache
+                                                   '--bind--> binder --outcome--> cycle
+metrics client (thread) --loads--> cycle;  leader elector gates the loop;  /metrics reads all.
+
+Every replica keeps its cache warm; only the leader pops pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from scheduler.binder import Binder
+from scheduler.cache import ClusterCache
+from scheduler.config import SchedulerConfig
+from scheduler.cycle import Cycle, Profile
+from scheduler.events import EventRecorder
+from scheduler.framework import PodInfo
+from scheduler.leader import LeaderElector
+from scheduler.metrics_client import MetricsClient
+from scheduler.queue import SchedulingQueue
+from scheduler.recent import RecentlyBound
+from scheduler.server import StatusServer, Telemetry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RuntimeOptions:
+    """Knobs of the runtime itself (the plugins' knobs are in the config's pluginConfig)."""
+
+    watcher_interval: float = 5.0  # seconds between watcher fetches
+    watcher_timeout: float = 2.0
+    watcher_max_backoff: float = 30.0
+    upstream_horizon: float = 120.0  # freshness of a plain load-watcher snapshot
+    provider_lag: float = 15.0  # a sample reaches the watcher this long after the fact
+    recent_max_age: float = 300.0  # a bound pod counts on its node at most this long
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    unschedulable_flush: float = 60.0
+    sync_timeout: float = 60.0
+    metrics_listen: str | None = None  # "HOST:PORT"; None: no HTTP server
+    identity: str = ""
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+class _Feed:
+    """The cache's listener: pending pods into the queue, gone pods out of it."""
+
+    def __init__(self, queue: SchedulingQueue, recent: RecentlyBound) -> None:
+        self.queue = queue
+        self.recent = recent
+
+    def pod_pending(self, pod: PodInfo) -> None:
+        self.queue.add(pod)
+
+    def pod_bound(self, pod: PodInfo) -> None:
+        self.queue.remove(pod.uid)
+
+    def pod_gone(self, uid: str) -> None:
+        self.queue.remove(uid)
+        self.recent.forget(uid)
+
+    def cluster_changed(self) -> None:
+        self.queue.cluster_changed()
+
+
+class Runtime:
+    def __init__(
+        self,
+        cfg: SchedulerConfig,
+        api: client.ApiClient,
+        profiles: dict[str, Profile],
+        options: RuntimeOptions | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.options = opts = options or RuntimeOptions()
+        self.identity = opts.identity or default_identity()
+        self.telemetry = Telemetry()
+        self.queue = SchedulingQueue(
+            opts.initial_backoff, opts.max_backoff, opts.unschedulable_flush
+        )
+        self.recent = RecentlyBound(opts.provider_lag, opts.recent_max_age)
+        self.cache = ClusterCache(api, profiles.keys(), _Feed(self.queue, self.recent))
+        self.metrics = MetricsClient(
+            cfg.watcher_address,
+            interval=opts.watcher_interval,
+            timeout=opts.watcher_timeout,
+            max_backoff=opts.watcher_max_backoff,
+            upstream_horizon=opts.upstream_horizon,
+        )
+        self.events = EventRecorder(api, self.identity)
+        self.cycle = Cycle(
+            profiles,
+            self.cache,
+            self.queue,
+            self.metrics.loads,
+            self.recent,
+            lambda outcome: Binder(api, cfg.parallelism, outcome),
+            self.events,
+            self.telemetry,
+            cfg.percentage_of_nodes_to_score,
+        )
+        le = cfg.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                api,
+                le.resource_namespace,
+                le.resource_name,
+                self.identity,
+                le.lease_duration,
+                le.renew_deadline,
+                le.retry_period,
+                on_lost=self._lost_lease,
+            )
+        self.telemetry.add_sources(
+            queue=self.queue,
+            metrics_client=self.metrics,
+            cache=self.cache,
+            recent=self.recent,
+            elector=self.elector,
+        )
+        self.server: StatusServer | None = None
+        if opts.metrics_listen:
+            host, _, port = opts.metrics_listen.rpartition(":")
+            self.server = StatusServer(host or "0.0.0.0", int(port), self.telemetry, self.health)
+        self._stop = threading.Event()
+        self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
+        self.lost_lease = threading.Event()
+
+    def start(self) -> None:
+        if self.server is not None:
+            self.server.start()
+        self.events.start()
+        self.metrics.start()
+        if self.elector is not None:
+            self.elector.start()
+        opts = self.options
+        self.cache.start()
+        if not self.cache.wait_synced(self.options.sync_timeout):
+            log.warning("cache not synced after %.0fs; scheduling anyway", opts.sync_timeout)
+        self._loop.start()
+        log.info("scheduler %s serving %s", self.identity, ", ".join(sorted(self.cycle.profiles)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.close()
+        self._loop.join(timeout=5)
+        self.cycle.binder.stop()
+        if self.elector is not None:
+            self.elector.stop()
+        self.cache.stop()
+        self.metrics.stop()
+        self.events.stop()
+        if self.server is not None:
+            self.server.stop()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until stopped or the lease is lost; True when the lease was lost."""
+        while not self._stop.is_set():
+            if self.lost_lease.wait(timeout=1.0 if timeout is None else min(timeout, 1.0)):
+                return True
+            if timeout is not None:
+                return False
+        return self.lost_lease.is_set()
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def health(self) -> tuple[bool, str]:
+        if not self._loop.is_alive():
+            return False, "scheduling loop not running"
+        if not self.cache.wait_synced(0):
+            return False, "cache not synced"
+        role = "leader" if self.leading() else "standby"
+        return True, f"ok ({role})"
+
+    def _lost_lease(self) -> None:
+        # kube-scheduler exits here so that its restart starts clean; the CLI does the same.
+        self.lost_lease.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self.leading():
+                if self.elector is not None:
+                    self.elector.became_leader.wait(timeout=0.5)
+                continue
+            pod = self.queue.pop(timeout=0.5)
+            if pod is None:
+                continue
+            if not self.leading():
+                self.queue.requeue_backoff(pod)
+                continue
+            self.cycle.schedule_one(pod)
+
+    def describe(self) -> dict[str, Any]:
+        return {"identity": self.identity, **self.cache.stats(), **self.queue.depth()}

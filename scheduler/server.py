@@ -1,0 +1,160 @@
+"""The scheduler's own HTTP endpoints: `/metrics` (Prometheus text) and `/healthz`.
+
+Counters the cycle updates directly live in `Telemetry`; numbers other parts already keep
+(queue depth, watcher snapshot age, cache and client counters) are read at scrape time by a
+collector, so the hot path never formats anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+PREFIX = "ballast_scheduler"
+# Results of one scheduling attempt, as kube-scheduler names them.
+SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
+
+
+class Telemetry:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.attempts = Counter(
+            f"{PREFIX}_schedule_attempts",
+            "Scheduling attempts by result (scheduled, unschedulable, error) and profile.",
+            ["result", "profile"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            f"{PREFIX}_scheduling_attempt_duration_seconds",
+            "Time of one scheduling cycle, from pop to hand-off to the binder.",
+            ["result"],
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
+            registry=self.registry,
+        )
+        self.e2e = Histogram(
+            f"{PREFIX}_pod_scheduling_duration_seconds",
+            "From the pod's creation to its binding.",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
+            registry=self.registry,
+        )
+        self.fallbacks = Counter(
+            f"{PREFIX}_load_fallbacks",
+            "Nodes scored from allocation instead of fresh watcher data, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.binds = Counter(
+            f"{PREFIX}_binding_results",
+            "Binding calls by outcome (bound, already_bound, gone, failed).",
+            ["result"],
+            registry=self.registry,
+        )
+
+    def add_sources(self, **sources: Any) -> None:
+        """Register the live objects read at scrape time (queue, metrics_client, cache, ...)."""
+        self.registry.register(_Live(sources))
+
+
+class _Live(Collector):
+    def __init__(self, sources: dict[str, Any]) -> None:
+        self._s = sources
+
+    def collect(self) -> Iterator[Any]:
+        queue = self._s.get("queue")
+        if queue is not None:
+            depth = GaugeMetricFamily(
+                f"{PREFIX}_pending_pods", "Pods waiting in the queue, by room.", labels=["queue"]
+            )
+            for room, count in queue.depth().items():
+                depth.add_metric([room], count)
+            yield depth
+        client = self._s.get("metrics_client")
+        if client is not None:
+            age = client.snapshot_age()
+            yield GaugeMetricFamily(
+                f"{PREFIX}_watcher_snapshot_age_seconds",
+                "Seconds since the last good answer from the watcher (-1: never).",
+                value=-1.0 if age is None else age,
+            )
+            fetch = CounterMetricFamily(
+                f"{PREFIX}_watcher_fetches",
+                "Requests to the watcher by outcome.",
+                labels=["result"],
+            )
+            fetch.add_metric(["total"], client.fetches)
+            fetch.add_metric(["failed"], client.failures)
+            fetch.add_metric(["malformed"], client.malformed)
+            yield fetch
+        cache = self._s.get("cache")
+        if cache is not None:
+            stats = cache.stats()
+            yield GaugeMetricFamily(f"{PREFIX}_nodes", "Nodes in the cache.", value=stats["nodes"])
+            yield GaugeMetricFamily(
+                f"{PREFIX}_assumed_pods", "Pods assumed, binding.", value=stats["assumed_pods"]
+            )
+            yield CounterMetricFamily(
+                f"{PREFIX}_watch_relists", "Full lists (start, 410 Gone).", value=stats["relists"]
+            )
+        recent = self._s.get("recent")
+        if recent is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_recently_bound_pods",
+                "Bound pods counted on top of the watcher's data.",
+                value=len(recent),
+            )
+        elector = self._s.get("elector")
+        if elector is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_leader", "1 when this replica leads.", value=int(elector.is_leader())
+            )
+
+
+class StatusServer:
+    """A tiny threaded HTTP server; `healthy()` decides /healthz."""
+
+    def __init__(
+        self, host: str, port: int, telemetry: Telemetry, healthy: Callable[[], tuple[bool, str]]
+    ) -> None:
+        registry, check = telemetry.registry, healthy
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
+                elif path in ("/healthz", "/readyz", "/livez"):
+                    ok, why = check()
+                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, fmt: str, *args: Any) -> None:
+                log.debug("http: " + fmt, *args)
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
