@@ -1,0 +1,323 @@
+"""`ballast demo [--keep-running]`: the whole system on this machine, end to end.
+
+Starts the sandbox (eight kwok nodes of mixed sizes), Redis, a load simulator feeding a real
+Prometheus, the watcher and the scheduler; submits about forty pods (sandbox.demo_workload);
+prints where they went with each node's load over the window, staleness and winning score, and
+the FailedScheduling reason of the pod that fits nowhere. Then it stops everything it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import requests
+from kubernetes import client
+
+from sandbox import demo_workload as workload
+from sandbox.controlplane import ControlPlane, Ports
+from sandbox.demo_stack import Stack
+from sandbox.errors import SandboxError
+from sandbox.exporter import SyntheticExporter
+from sandbox.namespaces import ensure_namespace
+from sandbox.simulator import Simulator, SimulatorConfig
+
+T = 10.0  # seconds per API request
+BIND_TIMEOUT = 60.0
+SETTLE_SECONDS = 15.0
+PAUSE_BETWEEN_GROUPS = 4.0
+WATCHER_ENV = {
+    # Short intervals so a two-minute demo shows the loop: scrape 1 s, poll 2 s, 15 s rates.
+    "BALLAST_POLL_INTERVAL": "2",
+    "BALLAST_POLL_JITTER": "0",
+    "BALLAST_RATE_RANGE": "15s",
+}
+SIMULATOR = SimulatorConfig(seed=7, ramp_seconds=5.0, background=workload.BUSY_NODES)
+SCORE_IN_NOTE = re.compile(r"score (\d+)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole system on a local sandbox and show where pods land",
+        description=__doc__.split("\n\n")[1],
+    )
+    parser.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="keep everything running after the summary (dashboard, `ballast top`) until Ctrl-C",
+    )
+    parser.add_argument("--state-dir", help="folder for logs and state (default: a temp dir)")
+    parser.set_defaults(func=run)
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def step(text: str) -> float:
+    print(f"==> {text}", flush=True)
+    return time.monotonic()
+
+
+def run(args: argparse.Namespace) -> int:
+    state = Path(args.state_dir or tempfile.mkdtemp(prefix="ballast-demo-"))
+    state.mkdir(parents=True, exist_ok=True)
+    demo = Demo(state)
+    # SIGTERM ends the demo like Ctrl-C: everything started is stopped on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        demo.start()
+        ok = demo.submit_and_report()
+        if args.keep_running:
+            demo.keep_running()
+        return 0 if ok else 1
+    except KeyboardInterrupt:
+        say("\ninterrupted")
+        return 130
+    except (SandboxError, TimeoutError, requests.RequestException, client.ApiException) as exc:
+        say(f"ballast demo: {exc}")
+        say(f"logs: {state}")
+        return 1
+    finally:
+        demo.stop()
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+class Demo:
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.plane = ControlPlane(state / "sandbox", Ports.free(), die_with_parent=True)
+        self.stack = Stack(state / "services")
+        self.api: client.ApiClient | None = None
+        self.exporter: SyntheticExporter | None = None
+        self.simulator: Simulator | None = None
+        self.watcher_url = ""
+        self.bound_seconds = 0.0
+
+    # -- start and stop ----------------------------------------------------------------------
+    def start(self) -> None:
+        count = len(workload.NODES)
+        t = step(f"starting the sandbox with {count} nodes (etcd, kube-apiserver, kwok)")
+        self.plane.start(workload.NODES)
+        self.api = self.plane.api_client()
+        sizes = ", ".join(f"{n.name} {n.cpu}c/{n.memory}" for n in workload.NODES)
+        say(f"    ready in {time.monotonic() - t:.1f} s: {sizes}")
+
+        t = step("starting redis-server")
+        redis_url = self.stack.start_redis()
+        say(f"    {redis_url} ({time.monotonic() - t:.1f} s)")
+
+        step("starting the load simulator (background load + placed pods' use)")
+        self.exporter = SyntheticExporter().start()
+        self.simulator = Simulator(self.api, self.exporter, SIMULATOR).start()
+        if not self.simulator.wait_synced(30):
+            raise TimeoutError("the simulator could not list nodes and pods within 30 s")
+        say(f"    node-exporter metrics at {self.exporter.url}/metrics")
+
+        t = step("starting prometheus (scrapes the simulator every second)")
+        prom = self.stack.start_prometheus(self.exporter.target)
+        say(f"    {prom} ({time.monotonic() - t:.1f} s)")
+
+        t = step("starting the watcher (polls Prometheus every 2 s, windows in Redis)")
+        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
+        self.watcher_url = self.stack.start_watcher(prom, redis_url, env)
+        self._wait(self._watcher_sees_all_nodes, 60, "the watcher to report every node")
+        say(f"    {self.watcher_url} ({time.monotonic() - t:.1f} s)")
+
+        t = step("starting the scheduler (profile `ballast`, TargetLoadPacking, leader election)")
+        config = {
+            "watcherAddress": self.watcher_url,
+            "leaderElection": {"leaderElect": True, "resourceNamespace": "kube-system"},
+            "profiles": [
+                {
+                    "schedulerName": workload.SCHEDULER_NAME,
+                    "pluginConfig": [
+                        {"name": "TargetLoadPacking", "args": {"targetUtilization": 40}}
+                    ],
+                }
+            ],
+        }
+        sched = self.stack.start_scheduler(config, self.plane.kubeconfig, dict(os.environ))
+        say(f"    {sched}/metrics ({time.monotonic() - t:.1f} s)")
+
+    def stop(self) -> None:
+        stopped = self.stack.stop()
+        if self.simulator is not None:
+            self.simulator.stop()
+        if self.exporter is not None:
+            self.exporter.stop()
+            stopped.append("simulator")
+        if self.api is not None:
+            self.api.close()
+        stopped += self.plane.stop()
+        if stopped:
+            say(f"stopped: {', '.join(stopped)}")
+
+    def keep_running(self) -> None:
+        say()
+        say(f"dashboard:  {self.watcher_url}/")
+        say(f"terminal:   ballast top --watcher {self.watcher_url}")
+        say(f"kubectl:    export KUBECONFIG={self.plane.kubeconfig}")
+        say("running until Ctrl-C ...")
+        threading.Event().wait()
+
+    # -- the workload ----------------------------------------------------------------------
+    def submit_and_report(self) -> bool:
+        core = client.CoreV1Api(self.api)
+        ensure_namespace(self.api, workload.NAMESPACE)
+        say()
+        say(
+            f"submitting {workload.total_pods()} pods in {len(workload.GROUPS)} groups to "
+            f"namespace {workload.NAMESPACE}. No controller manager runs in the sandbox, so the "
+            "demo creates each group's pods itself, named like a Deployment's (web-0, web-1, ...)."
+        )
+        started = time.monotonic()
+        for group in workload.GROUPS:
+            t = time.monotonic()
+            for body in group.pods():
+                core.create_namespaced_pod(workload.NAMESPACE, body, _request_timeout=T)
+            if group.scheduler is None:
+                say(
+                    f"  {group.name:<7} {group.replicas:>2} pods, {group.note}: left to the "
+                    "default scheduler (none runs here), so they stay Pending"
+                )
+                continue
+            if group.name == "huge":
+                reason = self._wait(self._failed_reason, BIND_TIMEOUT, "a FailedScheduling event")
+                say(f"  {group.name:<7} {group.replicas:>2} pod,  {group.note}: {reason}")
+                continue
+            placed = self._wait(
+                lambda g=group: self._bound(g), BIND_TIMEOUT, f"the {group.name} pods to be bound"
+            )
+            spread = ", ".join(f"{n} x{c}" for n, c in sorted(Counter(placed.values()).items()))
+            say(
+                f"  {group.name:<7} {group.replicas:>2} pods, {group.note}: bound in "
+                f"{time.monotonic() - t:.1f} s -> {spread}"
+            )
+            time.sleep(PAUSE_BETWEEN_GROUPS)  # lets the simulator's load rise before the next
+        self.bound_seconds = time.monotonic() - started
+        say(f"\nletting the load settle for {SETTLE_SECONDS:.0f} s ...")
+        time.sleep(SETTLE_SECONDS)
+        return self.report()
+
+    def _bound(self, group: workload.Group) -> dict[str, str] | None:
+        pods = self._pods(f"{workload.GROUP_LABEL}={group.name}")
+        placed = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
+        return placed if len(placed) == group.replicas else None
+
+    def _pods(self, selector: str = "") -> list:
+        core = client.CoreV1Api(self.api)
+        return core.list_namespaced_pod(
+            workload.NAMESPACE, label_selector=selector, _request_timeout=T
+        ).items
+
+    def _events(self) -> list:
+        events = client.EventsV1Api(self.api)
+        return events.list_namespaced_event(workload.NAMESPACE, _request_timeout=T).items
+
+    def _failed_reason(self) -> str | None:
+        for ev in self._events():
+            if ev.reason == "FailedScheduling" and ev.regarding.name.startswith("huge-"):
+                return f'FailedScheduling "{ev.note}"'
+        return None
+
+    def _watcher_sees_all_nodes(self) -> bool:
+        nodes = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
+        return all("cpu" in (nodes.get(n.name) or {}).get("metrics", {}) for n in workload.NODES)
+
+    @staticmethod
+    def _wait(condition, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                result = condition()
+            except (requests.RequestException, ValueError, KeyError):
+                result = None
+            if result:
+                return result
+            time.sleep(0.3)
+        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    # -- the report ------------------------------------------------------------------------
+    def report(self) -> bool:
+        pods = self._pods()
+        nodes_doc = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
+        where = {p.metadata.name: p.spec.node_name for p in pods}
+        won: dict[str, list[int]] = defaultdict(list)
+        for ev in self._events():
+            match = SCORE_IN_NOTE.search(ev.note or "") if ev.reason == "Scheduled" else None
+            node = where.get(ev.regarding.name)
+            if match and node:
+                won[node].append(int(match.group(1)))
+        per_node = Counter(p.spec.node_name for p in pods if p.spec.node_name)
+        say()
+        say(render_table(workload.NODES, per_node, nodes_doc, won))
+        ballast_pods = [p for p in pods if p.spec.scheduler_name == workload.SCHEDULER_NAME]
+        placed = [p for p in ballast_pods if p.spec.node_name]
+        unplaced = [p.metadata.name for p in ballast_pods if not p.spec.node_name]
+        others = [p for p in pods if p.spec.scheduler_name != workload.SCHEDULER_NAME]
+        reason = self._failed_reason() or "no FailedScheduling event"
+        expected_unplaced = [f"huge-{i}" for i in range(1)]
+        say()
+        say("summary")
+        say(
+            f"  {len(pods)} pods submitted; {len(placed)}/{len(ballast_pods)} with "
+            f"schedulerName {workload.SCHEDULER_NAME} placed in {self.bound_seconds:.1f} s"
+        )
+        say(f"  fits nowhere: {workload.NAMESPACE}/{', '.join(unplaced) or '-'}: {reason}")
+        say(
+            f"  {len(others)} pods for the default scheduler: untouched "
+            f"({', '.join(sorted({p.status.phase for p in others}))})"
+        )
+        busy = ", ".join(f"{n} {c:.0f}%" for n, (c, _) in workload.BUSY_NODES.items())
+        say(f"  busy before the workload (background CPU): {busy}")
+        ok = sorted(unplaced) == expected_unplaced and all(not p.spec.node_name for p in others)
+        verdict = "OK" if ok else f"UNEXPECTED placement, see the logs in {self.state}"
+        say(f"  result: {verdict}")
+        return ok
+
+
+def _pct(stats: dict | None, key: str) -> str:
+    value = (stats or {}).get(key)
+    return f"{value:5.1f}" if isinstance(value, (int, float)) else "    -"
+
+
+def render_table(
+    nodes: list, pods_per_node: dict[str, int], loads: dict, won: dict[str, list[int]]
+) -> str:
+    """Per node: size, pods placed, CPU/memory over the window, staleness, winning scores."""
+    head = (
+        f"{'NODE':<9} {'SIZE':<9} {'PODS':>4}  {'CPU% now':>8} {'avg':>5} {'std':>5}  "
+        f"{'MEM% avg':>8}  {'STATE':<13} {'WON':>7}"
+    )
+    lines = [head]
+    for spec in nodes:
+        load = loads.get(spec.name) or {}
+        metrics = load.get("metrics") or {}
+        cpu, mem = metrics.get("cpu"), metrics.get("memory")
+        age = load.get("age")
+        state = "no data"
+        if isinstance(age, (int, float)):
+            state = f"{load.get('state', '?')} {age:.0f}s"
+        scores = sorted(won.get(spec.name) or [])
+        score = "-"
+        if scores:
+            score = str(scores[0]) if scores[0] == scores[-1] else f"{scores[0]}-{scores[-1]}"
+        size = f"{spec.cpu}c/{spec.memory}"
+        lines.append(
+            f"{spec.name:<9} {size:<9} {pods_per_node.get(spec.name, 0):>4}  "
+            f"{_pct(cpu, 'latest'):>8} {_pct(cpu, 'avg')} {_pct(cpu, 'std')}  "
+            f"{_pct(mem, 'avg'):>8}  {state:<13} {score:>7}"
+        )
+    return "\n".join(lines)

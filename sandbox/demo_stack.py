@@ -1,0 +1,180 @@
+"""The processes `ballast demo` runs next to the sandbox: Redis, Prometheus, watcher, scheduler.
+
+Each is a real process on a free loopback port with its log in the demo's state folder, started
+through sandbox.processes so that stopping reaches its whole process group and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+import requests
+import yaml
+
+from sandbox import processes
+from sandbox.errors import StartupError
+
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+
+
+class Stack:
+    """Starts named services; `stop()` ends them in reverse order of their start."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+        self.log_dir = state_dir / "logs"
+        self.pid_dir = state_dir / "pids"
+        self.started: list[str] = []
+        self.ports: dict[str, int] = {}
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.ports[name]}"
+
+    def log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def spawn(
+        self,
+        name: str,
+        argv: list[str],
+        ready: Callable[[], bool],
+        env: dict[str, str] | None = None,
+        timeout: float = READY_TIMEOUT,
+    ) -> None:
+        proc = processes.spawn(name, argv, self.log_dir, self.pid_dir, env, die_with_parent=True)
+        self.started.append(name)
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise StartupError(
+                    f"{name} exited with code {proc.returncode}; its log ({self.log(name)}):\n"
+                    + processes.log_tail(self.log(name))
+                )
+            try:
+                if ready():
+                    return
+            except (requests.RequestException, redis.RedisError, OSError):
+                pass  # not listening yet
+            if time.monotonic() > deadline:
+                raise StartupError(
+                    f"{name} not ready after {timeout:.0f} s; its log ({self.log(name)}):\n"
+                    + processes.log_tail(self.log(name))
+                )
+            time.sleep(0.2)
+
+    def stop(self) -> list[str]:
+        recs = {r.name: r for r in processes.recorded(self.pid_dir)}
+        stopped = []
+        for name in reversed(self.started):
+            if name in recs and processes.stop(recs[name], STOP_TIMEOUT):
+                stopped.append(name)
+        self.started.clear()
+        return stopped
+
+    # -- the services ---------------------------------------------------------------------
+
+    def start_redis(self) -> str:
+        port = self.ports["redis"] = processes.free_port()
+        data = self.dir / "redis"
+        data.mkdir(parents=True, exist_ok=True)
+        argv = [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
+        client = redis.Redis(port=port, socket_timeout=2, socket_connect_timeout=2)
+        self.spawn("redis", argv, client.ping)
+        client.close()
+        return f"redis://127.0.0.1:{port}/0"
+
+    def start_prometheus(self, target: str, scrape_interval: str = "1s") -> str:
+        port = self.ports["prometheus"] = processes.free_port()
+        config = {
+            "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+            "scrape_configs": [
+                {
+                    "job_name": "simulator",
+                    # The simulator's `instance` label names the node, not the scrape target.
+                    "honor_labels": True,
+                    "scrape_timeout": scrape_interval,
+                    "static_configs": [{"targets": [target]}],
+                }
+            ],
+        }
+        path = self.dir / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config))
+        argv = [
+            "prometheus",
+            f"--config.file={path}",
+            f"--storage.tsdb.path={self.dir / 'prometheus'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=1h",
+        ]
+        url = self.url("prometheus")
+        self.spawn(
+            "prometheus", argv, lambda: requests.get(f"{url}/-/ready", timeout=2).status_code == 200
+        )
+        return url
+
+    def start_watcher(self, prometheus_url: str, redis_url: str, env: dict[str, str]) -> str:
+        port = self.ports["watcher"] = processes.free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "ballast.cli",
+            "watcher",
+            "--prometheus-url",
+            prometheus_url,
+            "--redis-url",
+            redis_url,
+            "--listen",
+            f"127.0.0.1:{port}",
+        ]
+        url = self.url("watcher")
+        self.spawn(
+            "watcher",
+            argv,
+            lambda: requests.get(f"{url}/healthz", timeout=2).status_code == 200,
+            env=env,
+        )
+        return url
+
+    def start_scheduler(self, config: dict, kubeconfig: Path, env: dict[str, str]) -> str:
+        port = self.ports["scheduler"] = processes.free_port()
+        path = self.dir / "scheduler.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        argv = [
+            sys.executable,
+            "-m",
+            "ballast.cli",
+            "scheduler",
+            "--config",
+            str(path),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-listen",
+            f"127.0.0.1:{port}",
+            "--watcher-interval",
+            "2",
+        ]
+        url = self.url("scheduler")
+        self.spawn(
+            "scheduler",
+            argv,
+            lambda: requests.get(f"{url}/healthz", timeout=2).status_code == 200,
+            env=env,
+        )
+        return url
