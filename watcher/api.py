@@ -1,0 +1,273 @@
+"""The watcher's HTTP API (docs/api.md): load-watcher's /watcher and Ballast's /api/v1."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, Response, g, request, send_from_directory
+from werkzeug.exceptions import HTTPException
+
+from watcher import openapi, selfmetrics
+from watcher.config import Config
+from watcher.errors import StoreError
+from watcher.store import Store
+from watcher.views import SnapshotReader, View
+from watcher.window import Window
+
+log = logging.getLogger(__name__)
+DASHBOARD = Path(__file__).parent / "dashboard"
+OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json")
+GZIP_MIN = 1024
+
+
+class Body:
+    """A rendered answer with its ETag; the gzipped form is made once, on first demand."""
+
+    def __init__(self, data: bytes, mimetype: str = "application/json") -> None:
+        self.data = data
+        self.mimetype = mimetype
+        self.etag = '"' + hashlib.blake2b(data, digest_size=12).hexdigest() + '"'
+        self._gz: bytes | None = None
+
+    def gzipped(self) -> bytes:
+        if self._gz is None:
+            self._gz = gzip.compress(self.data, compresslevel=5)
+        return self._gz
+
+
+class BodyCache:
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple, Body] = OrderedDict()
+
+    def get(self, key: tuple, render) -> Body:  # noqa: ANN001 (() -> bytes)
+        body = self._items.get(key)
+        if body is None:
+            body = Body(render())
+            self._items[key] = body
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return body
+
+
+def dumps(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def error(status: int, message: str) -> Response:
+    return Response(dumps({"error": message}), status=status, mimetype="application/json")
+
+
+def create_app(config: Config, store: Store, holder: str, poller: Any = None) -> Flask:
+    """`poller` is given when it runs in this process (memory store), for its live status."""
+    app = Flask("watcher")
+    reader = SnapshotReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
+    cache = BodyCache()
+    collector = selfmetrics.SnapshotCollector(reader, holder, store.leader)
+    origins = set(config.cors_origins)
+    app.extensions["ballast_reader"] = reader
+
+    def send(body: Body, status: int = 200) -> Response:
+        if request.if_none_match.contains_weak(body.etag.strip('"')):
+            resp = Response(status=304)
+        elif "gzip" in request.headers.get("Accept-Encoding", "") and len(body.data) > GZIP_MIN:
+            resp = Response(body.gzipped(), status=status, mimetype=body.mimetype)
+            resp.headers["Content-Encoding"] = "gzip"
+        else:
+            resp = Response(body.data, status=status, mimetype=body.mimetype)
+        resp.headers["ETag"] = body.etag
+        resp.headers["Vary"] = "Accept-Encoding"
+        if reader.store_error:
+            resp.headers["X-Ballast-Store"] = "unavailable; serving the last snapshot"
+        return resp
+
+    def current() -> View | None:
+        return reader.get()
+
+    def no_data() -> Response:
+        why = reader.store_error or current_poll_error() or "no successful poll yet"
+        status = 503 if reader.store_error and reader.view is None else 500
+        return error(status, f"no metrics yet: {why}")
+
+    def current_poll_error() -> str | None:
+        view = reader.view
+        return view.last_poll.get("error") if view is not None else None
+
+    @app.before_request
+    def before() -> Response | None:
+        g.started = time.perf_counter()
+        if request.method == "OPTIONS":
+            return Response(status=204)
+        if config.api_token and request.path not in OPEN_PATHS and request.path != "/":
+            header = request.headers.get("Authorization", "")
+            given = header[7:] if header.startswith("Bearer ") else ""
+            if not hmac.compare_digest(given.encode(), config.api_token.encode()):
+                resp = error(401, "missing or wrong bearer token")
+                resp.headers["WWW-Authenticate"] = 'Bearer realm="ballast-watcher"'
+                return resp
+        return None
+
+    @app.after_request
+    def after(resp: Response) -> Response:
+        origin = request.headers.get("Origin")
+        if origin and ("*" in origins or origin in origins):
+            resp.headers["Access-Control-Allow-Origin"] = "*" if "*" in origins else origin
+            resp.headers["Access-Control-Allow-Headers"] = "Authorization, If-None-Match"
+            resp.headers["Access-Control-Allow-Methods"] = "GET, OPTIONS"
+            resp.headers["Access-Control-Expose-Headers"] = "ETag"
+            resp.vary.add("Origin")
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        selfmetrics.REQUEST_SECONDS.labels(rule).observe(time.perf_counter() - g.started)
+        return resp
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        return error(exc.code or 500, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error answering %s", request.path)
+        return error(500, f"internal error: {type(exc).__name__}")
+
+    # -- load-watcher compatible --------------------------------------------------------------
+    @app.get("/watcher")
+    def watcher() -> Response:
+        view = current()
+        if view is None or not view.has_data:
+            return no_data()
+        now = time.time()
+        host = request.args.get("host") or None
+        if host is None:
+            key = ("watcher", view.version, view.expired_count(now))
+            return send(cache.get(key, lambda: dumps(view.envelope(now))))
+        doc = view.envelope(now, host)
+        if doc is None:
+            return Response(
+                f"metrics for node {host} not found\n", status=404, mimetype="text/plain"
+            )
+        return send(Body(dumps(doc)))
+
+    @app.get("/watcher/health")
+    def watcher_health() -> Response:
+        view = current()
+        healthy = view is not None and bool(view.last_poll.get("ok"))
+        return Response(status=200 if healthy else 503)
+
+    # -- /api/v1 ------------------------------------------------------------------------------
+    @app.get("/api/v1/nodes")
+    def nodes() -> Response:
+        view = current()
+        if view is None:
+            return no_data()
+        now = time.time()
+        key = ("nodes", view.version, int(now * 2))  # ages move; half a second is close enough
+        return send(cache.get(key, lambda: dumps(view.nodes_doc(now))))
+
+    @app.get("/api/v1/nodes/<node>")
+    def node(node: str) -> Response:
+        view = current()
+        if view is None:
+            return no_data()
+        doc = view.node(node, time.time())
+        if doc is None:
+            return error(404, f"no metrics for node {node!r}")
+        return send(Body(dumps(doc)))
+
+    @app.get("/api/v1/nodes/<node>/samples")
+    def samples(node: str) -> Response:
+        view = current()
+        if view is None:
+            return no_data()
+        metric = request.args.get("metric", "cpu")
+        if metric not in view.metrics:
+            return error(400, f"unknown metric {metric!r}; known: {', '.join(view.metrics)}")
+        if node not in view.nodes:
+            return error(404, f"no metrics for node {node!r}")
+        window = Window(view.window)
+        try:
+            for frame in store.load_frames(time.time() - view.window):
+                window.add(frame)
+        except StoreError as exc:
+            return error(503, str(exc))
+        data = [[t, round(v, 3)] for t, v in window.samples(metric, node)]
+        return send(Body(dumps({"node": node, "metric": metric, "samples": data})))
+
+    @app.get("/api/v1/status")
+    def status() -> Response:
+        return Response(dumps(status_doc()), mimetype="application/json")
+
+    def status_doc() -> dict[str, Any]:
+        view = current()
+        try:
+            leader = store.leader()
+            store_ok, store_err = reader.store_error is None, reader.store_error
+        except StoreError as exc:
+            leader, store_ok, store_err = None, False, str(exc)
+        leading = poller.leading if poller is not None else leader == holder
+        doc: dict[str, Any] = {
+            "source": config.source,
+            "store": {"kind": store.kind, "ok": store_ok, "error": store_err},
+            "poller": {"self": holder, "leader": leader, "leading": leading},
+            "provider": None,
+            "snapshot": None,
+        }
+        if view is not None:
+            last = view.last_poll
+            doc["provider"] = {"ok": bool(last.get("ok")), "error": last.get("error")}
+            doc["lastPoll"] = last
+            doc["lastSuccess"] = view.doc.get("lastSuccess")
+            doc["counters"] = view.doc.get("counters")
+            doc["snapshot"] = {"version": view.version, "built": view.doc["built"]}
+            doc["nodes"] = view.states(time.time())
+        return doc
+
+    # -- operations ---------------------------------------------------------------------------
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response(dumps({"ok": True}), mimetype="application/json")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        view = current()
+        reasons = []
+        if reader.store_error:
+            reasons.append(f"store: {reader.store_error}")
+        if view is None:
+            reasons.append("no snapshot yet")
+        else:
+            last = view.last_poll
+            if not last.get("ok"):
+                reasons.append(f"provider: {last.get('error')}")
+            age = time.time() - (last.get("time") or 0)
+            if age > max(3 * config.poll_interval, config.lock_ttl + config.poll_interval):
+                reasons.append(f"last poll {age:.0f}s ago: no active poller")
+        body = {"ready": not reasons, "reasons": reasons}
+        return Response(dumps(body), status=503 if reasons else 200, mimetype="application/json")
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(selfmetrics.render(collector), mimetype="text/plain; version=0.0.4")
+
+    @app.get("/openapi.json")
+    def openapi_json() -> Response:
+        return Response(dumps(openapi.document()), mimetype="application/json")
+
+    @app.get("/")
+    def index() -> Response:
+        if (DASHBOARD / "index.html").is_file():
+            return send_from_directory(DASHBOARD, "index.html")
+        return Response(dumps({"see": "/openapi.json"}), mimetype="application/json")
+
+    @app.get("/dashboard/<path:name>")
+    def dashboard(name: str) -> Response:
+        return send_from_directory(DASHBOARD, name)
+
+    return app

@@ -1,0 +1,264 @@
+"""The watcher's configuration: defaults < config file < environment < command-line flags.
+
+Every setting has a flat snake_case name, used as the key in the YAML file and, upper-cased with
+a `BALLAST_` prefix, as the environment variable. load-watcher's own variables are honoured too,
+so a load-watcher Deployment can switch its image to Ballast unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shared import wire
+from watcher import defaults
+from watcher.errors import ConfigError
+
+PRESETS: dict[str, dict[str, tuple[str, str]]] = {
+    # metric key -> (name shown in the envelope, PromQL). `$label` and `$range` are substituted.
+    "node-exporter": {
+        "cpu": (
+            "node_cpu_utilisation",
+            '100 * (1 - avg by ($label) (rate(node_cpu_seconds_total{mode="idle"}[$range])))',
+        ),
+        "memory": (
+            "node_memory_utilisation",
+            "100 * (1 - avg by ($label) (node_memory_MemAvailable_bytes)"
+            " / avg by ($label) (node_memory_MemTotal_bytes))",
+        ),
+    },
+    # The recording rules load-watcher hard-codes (kube-prometheus's node rules).
+    "load-watcher": {
+        "cpu": ("instance:node_cpu:ratio", "100 * instance:node_cpu:ratio"),
+        "memory": (
+            "instance:node_memory_utilisation:ratio",
+            "100 * instance:node_memory_utilisation:ratio",
+        ),
+    },
+}
+
+PROVIDERS = ("prometheus", "metrics-server")
+# load-watcher's METRICS_PROVIDER_NAME values -> ours
+LOAD_WATCHER_PROVIDERS = {
+    "prometheus": "prometheus",
+    "kubernetesmetricsserver": "metrics-server",
+}
+PERCENT = "percent"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric the watcher polls: `key` in /api/v1, `name` and `type` in the envelope."""
+
+    key: str
+    name: str
+    type: str
+    query: str
+    unit: str = PERCENT
+
+    @property
+    def is_percent(self) -> bool:
+        return self.unit == PERCENT
+
+
+@dataclass
+class Config:
+    provider: str = defaults.PROVIDER
+    prometheus_url: str = ""
+    prometheus_token: str = ""
+    prometheus_token_file: str = ""
+    prometheus_ca_file: str = ""
+    insecure_skip_verify: bool = False
+    provider_timeout: float = defaults.PROVIDER_TIMEOUT
+    node_label: str = defaults.NODE_LABEL
+    query_preset: str = defaults.QUERY_PRESET
+    rate_range: str = defaults.RATE_RANGE
+    cpu_query: str = ""
+    memory_query: str = ""
+    extra_metrics: list[dict[str, Any]] = field(default_factory=list)
+    use_capacity: bool = False
+    redis_url: str = ""
+    key_prefix: str = defaults.KEY_PREFIX
+    poll_interval: float = defaults.POLL_INTERVAL
+    poll_jitter: float = defaults.POLL_JITTER
+    lock_ttl: float = defaults.LOCK_TTL
+    warm_start: bool = defaults.WARM_START
+    window: float = defaults.WINDOW
+    tolerance: float = defaults.STALENESS_TOLERANCE
+    horizon_min: float = 0.0  # 0: HORIZON_MIN_POLLS poll intervals
+    horizon_max: float = 0.0  # 0: the expiry
+    expiry: float = 0.0  # 0: the window
+    listen: str = defaults.LISTEN
+    workers: int = defaults.WORKERS
+    threads: int = defaults.THREADS
+    api_token: str = ""
+    cors_origins: list[str] = field(default_factory=list)
+    kubeconfig: str = ""
+    map_node_addresses: bool = True
+    kube_refresh: float = defaults.KUBE_REFRESH
+    snapshot_check: float = defaults.SNAPSHOT_CHECK
+
+    # -- derived values -----------------------------------------------------------------------
+    @property
+    def expiry_seconds(self) -> float:
+        return self.expiry or self.window
+
+    @property
+    def horizon_bounds(self) -> tuple[float, float]:
+        low = self.horizon_min or defaults.HORIZON_MIN_POLLS * self.poll_interval
+        high = self.horizon_max or self.expiry_seconds
+        return low, max(low, high)
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host or "0.0.0.0", int(port)
+
+    @property
+    def source(self) -> str:
+        return "Prometheus" if self.provider == "prometheus" else "KubernetesMetricsServer"
+
+    def metric_specs(self) -> list[MetricSpec]:
+        preset = PRESETS[self.query_preset]
+        specs = []
+        for key, mtype, override in (
+            ("cpu", wire.CPU, self.cpu_query),
+            ("memory", wire.MEMORY, self.memory_query),
+        ):
+            name, query = preset[key]
+            specs.append(MetricSpec(key, name, mtype, self._expand(override or query)))
+        for extra in self.extra_metrics:
+            specs.append(
+                MetricSpec(
+                    key=extra["key"],
+                    name=extra.get("name", extra["key"]),
+                    type=extra.get("type", wire.UNKNOWN),
+                    query=self._expand(extra["query"]),
+                    unit=extra.get("unit", PERCENT),
+                )
+            )
+        return specs
+
+    def _expand(self, query: str) -> str:
+        return query.replace("$label", self.node_label).replace("$range", self.rate_range)
+
+    def token(self) -> str:
+        if self.prometheus_token_file:
+            try:
+                return Path(self.prometheus_token_file).read_text().strip()
+            except OSError as exc:
+                raise ConfigError(f"prometheus_token_file: {exc}") from exc
+        return self.prometheus_token
+
+    def validate(self) -> Config:
+        problems = []
+        if self.provider not in PROVIDERS:
+            problems.append(f"provider must be one of {', '.join(PROVIDERS)}")
+        if self.provider == "prometheus" and not self.prometheus_url:
+            problems.append("prometheus_url is required for the prometheus provider")
+        if self.query_preset not in PRESETS:
+            problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
+        for name in ("poll_interval", "window", "tolerance", "lock_ttl", "provider_timeout"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name} must be > 0")
+        if self.workers < 1 or self.threads < 1:
+            problems.append("workers and threads must be >= 1")
+        try:
+            self.listen_address  # noqa: B018 (parses)
+        except ValueError:
+            problems.append(f"listen must be HOST:PORT, not {self.listen!r}")
+        keys = {"cpu", "memory"}
+        for i, extra in enumerate(self.extra_metrics):
+            if not isinstance(extra, dict) or not extra.get("key") or not extra.get("query"):
+                problems.append(f"extra_metrics[{i}] needs at least `key` and `query`")
+                continue
+            if extra["key"] in keys:
+                problems.append(f"extra_metrics[{i}]: key {extra['key']!r} is used twice")
+            keys.add(extra["key"])
+            if extra.get("type", wire.UNKNOWN) not in wire.METRIC_TYPES:
+                problems.append(f"extra_metrics[{i}].type must be one of {wire.METRIC_TYPES}")
+        if problems:
+            raise ConfigError("invalid configuration: " + "; ".join(problems))
+        return self
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = FIELDS[name].type
+    try:
+        if kind == "bool":
+            if isinstance(value, str):
+                if value.strip().lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.strip().lower() in ("0", "false", "no", "off", ""):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if kind == "float":
+            return float(value)
+        if kind == "int":
+            return int(value)
+        if kind == "list[str]":
+            if isinstance(value, str):
+                return [v.strip() for v in value.split(",") if v.strip()]
+            return [str(v) for v in value]
+        if kind == "list[dict[str, Any]]":
+            if isinstance(value, str):
+                value = yaml.safe_load(value)
+            if not isinstance(value, list):
+                raise ValueError("expected a list")
+            return value
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name}: cannot use {value!r} ({kind} expected)") from exc
+
+
+def load(
+    path: str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the configuration from a YAML file, the environment and explicit overrides."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = path or env.get("BALLAST_CONFIG")
+    if path:
+        try:
+            doc = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"config file {path}: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise ConfigError(f"config file {path}: expected a mapping of settings")
+        unknown = sorted(set(doc) - set(FIELDS))
+        if unknown:
+            raise ConfigError(f"config file {path}: unknown settings {', '.join(unknown)}")
+        values.update(doc)
+    # load-watcher's variables
+    if env.get("METRICS_PROVIDER_NAME"):
+        name = env["METRICS_PROVIDER_NAME"].strip().lower()
+        if name not in LOAD_WATCHER_PROVIDERS:
+            raise ConfigError(f"METRICS_PROVIDER_NAME {env['METRICS_PROVIDER_NAME']!r} unsupported")
+        values["provider"] = LOAD_WATCHER_PROVIDERS[name]
+    for var, name in (
+        ("METRICS_PROVIDER_ADDRESS", "prometheus_url"),
+        ("METRICS_PROVIDER_TOKEN", "prometheus_token"),
+        ("INSECURE_SKIP_VERIFY", "insecure_skip_verify"),
+    ):
+        if env.get(var):
+            values[name] = env[var]
+    for name in FIELDS:
+        var = f"BALLAST_{name.upper()}"
+        if var in env:
+            values[name] = env[var]
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = value
+    return Config(**{name: _coerce(name, value) for name, value in values.items()}).validate()

@@ -1,0 +1,30 @@
+"""Every default of the watcher, in one place (docs/watcher.md lists them)."""
+
+LISTEN = "0.0.0.0:2020"
+WORKERS = 2
+THREADS = 4  # per gunicorn worker (gthread), so keep-alive clients are served concurrently
+
+POLL_INTERVAL = 15.0  # seconds between polls
+POLL_JITTER = 0.5  # seconds of random delay added to each poll
+BACKOFF_MAX = 60.0  # seconds; the longest pause after repeated store failures
+
+WINDOW = 300.0  # seconds of samples kept per node and metric
+WINDOW_NAME = "5m"  # the window's duration as the load-watcher envelope spells it
+
+STALENESS_TOLERANCE = 5.0  # percentage points a value may drift before it is no longer fresh
+HORIZON_MIN_POLLS = 2.0  # the freshness horizon is never shorter than this many poll intervals
+# expiry defaults to the window length; horizon's upper bound defaults to the expiry
+
+LOCK_TTL = 15.0  # seconds a poller's leadership lasts unless renewed
+
+KEY_PREFIX = "ballast:watcher:"
+REDIS_TIMEOUT = 2.0  # seconds, socket connect and read
+SNAPSHOT_CHECK = 0.25  # seconds between an API worker's checks for a newer snapshot
+
+PROVIDER = "prometheus"
+PROVIDER_TIMEOUT = 10.0  # seconds per provider request
+NODE_LABEL = "instance"
+RATE_RANGE = "1m"  # the range of rate() in the default CPU query
+QUERY_PRESET = "node-exporter"
+KUBE_REFRESH = 60.0  # seconds between refreshes of the Node list used for name mapping
+WARM_START = True

@@ -1,0 +1,32 @@
+"""Every Redis key the watcher uses, built from the configured prefix."""
+
+from __future__ import annotations
+
+
+class Keys:
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    @property
+    def lock(self) -> str:
+        """The poller leadership lock: value = holder id, with a TTL."""
+        return f"{self.prefix}poller:lock"
+
+    @property
+    def frames(self) -> str:
+        """Sorted set of frame ids scored by sample time."""
+        return f"{self.prefix}frames"
+
+    def frame(self, frame_id: str) -> str:
+        """One poll's samples for every node and metric (compressed blob, expiring)."""
+        return f"{self.prefix}frame:{frame_id}"
+
+    @property
+    def snapshot(self) -> str:
+        """The latest window statistics and poll status, as JSON."""
+        return f"{self.prefix}snapshot"
+
+    @property
+    def version(self) -> str:
+        """The snapshot's version, read cheaply by API workers to see whether it changed."""
+        return f"{self.prefix}snapshot:version"

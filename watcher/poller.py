@@ -1,0 +1,223 @@
+"""The poller: an APScheduler job that fetches, validates, windows and stores, on one replica.
+
+Exactly one poller is active across replicas sharing Redis: each tick takes or renews a lock
+with a TTL; a replica that finds the lock held does nothing, and takes over once it expires.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from watcher import defaults, snapshot
+from watcher.config import Config
+from watcher.errors import ProviderError, StoreError
+from watcher.nodenames import NodeNamer
+from watcher.providers.base import Fetch, Provider
+from watcher.store import Store
+from watcher.validate import validate
+from watcher.window import Frame, Window
+
+log = logging.getLogger(__name__)
+logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+class Poller:
+    def __init__(
+        self, config: Config, provider: Provider, store: Store, namer: NodeNamer, holder: str
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.store = store
+        self.namer = namer
+        self.holder = holder
+        self.specs = config.metric_specs()
+        self.window = Window(config.window)
+        self.leading = False
+        self.seq = 0
+        self.last_poll: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
+        self.last_success: float | None = None
+        self.last_tick_seconds = 0.0
+        self.polls = 0
+        self.poll_seconds = 0.0
+        self.poll_errors: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self.store_errors = 0
+        self._failures = 0
+        self._retry_at = 0.0
+        self._logged: set[str] = set()
+        self._tick_lock = threading.Lock()
+        self._scheduler: BackgroundScheduler | None = None
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def start(self) -> None:
+        sched = BackgroundScheduler(daemon=True)
+        sched.add_job(
+            self.tick,
+            "interval",
+            seconds=self.config.poll_interval,
+            jitter=self.config.poll_jitter or None,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=max(1, int(self.config.poll_interval)),
+            next_run_time=dt.datetime.now(),
+            id="poll",
+        )
+        # Renewal apart from polling, so a slow poll never lets the lock lapse.
+        sched.add_job(
+            self.renew,
+            "interval",
+            seconds=max(0.2, self.config.lock_ttl / 3),
+            coalesce=True,
+            max_instances=1,
+            id="renew",
+        )
+        sched.start()
+        self._scheduler = sched
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+        if self.leading:
+            try:
+                self.store.release(self.holder)
+            except StoreError:
+                pass  # the TTL frees it
+        self.leading = False
+
+    def renew(self) -> None:
+        if not self.leading:
+            return
+        try:
+            self.leading = self.store.lead(self.holder, self.config.lock_ttl)
+        except StoreError as exc:
+            self._log_once("store", f"renewing the poller lock failed: {exc}")
+
+    # -- one poll -----------------------------------------------------------------------------
+    def tick(self) -> None:
+        with self._tick_lock:
+            now = time.time()
+            if now < self._retry_at:
+                return
+            start = time.perf_counter()
+            try:
+                if not self.store.lead(self.holder, self.config.lock_ttl):
+                    if self.leading:
+                        log.info("poller lock taken by %s; standing by", self.store.leader())
+                    self.leading = False
+                    return
+                if not self.leading:
+                    self._take_over(now)
+                    self.leading = True
+                self._poll(start)
+            except StoreError as exc:
+                self.store_errors += 1
+                self._failures += 1
+                backoff = self.config.poll_interval * 2 ** (self._failures - 1)
+                pause = min(backoff, defaults.BACKOFF_MAX)
+                self._retry_at = time.time() + pause
+                self._log_once("store", f"store unavailable, retrying in {pause:.0f}s: {exc}")
+                return
+            self._failures = 0
+            self._logged.discard("store")
+            self.last_tick_seconds = time.perf_counter() - start
+
+    def _take_over(self, now: float) -> None:
+        frames = self.store.load_frames(now - self.config.window)
+        if frames:
+            self.window = Window(self.config.window)
+            for frame in frames:
+                self.window.add(frame)
+        elif not len(self.window) and self.config.warm_start:
+            self._warm_start(now)
+        log.info("poller %s active with %d frames in the window", self.holder, len(self.window))
+
+    def _warm_start(self, now: float) -> None:
+        try:
+            history = self.provider.history(
+                now - self.config.window, now, self.config.poll_interval
+            )
+        except ProviderError as exc:
+            log.warning("warm start skipped: %s", exc)
+            return
+        for fetch in history:
+            frame = self._frame(fetch, count=False)
+            if frame is not None:
+                self.window.add(frame)
+
+    def _frame(self, fetch: Fetch, count: bool = True) -> Frame | None:
+        self.namer.refresh()
+        by_metric: dict[str, dict[str, float]] = {}
+        for spec in self.specs:
+            raw = fetch.series.get(spec.key)
+            if raw is None:
+                continue
+            accepted, rejected = validate(raw, spec.is_percent, self.namer)
+            by_metric[spec.key] = accepted
+            if count and rejected:
+                self.rejected.update(rejected)
+                self._log_once(
+                    f"rejected:{spec.key}:{','.join(sorted(rejected))}",
+                    f"{spec.key}: rejected samples {dict(rejected)}",
+                )
+        return Frame.build(fetch.time, by_metric) if by_metric else None
+
+    def _poll(self, start: float) -> None:
+        fetch = self.provider.fetch()
+        for key, error in fetch.errors.items():
+            self.poll_errors[error.reason] += 1
+            self._log_once(f"provider:{key}:{error.reason}", f"query {key} failed: {error}")
+        frame = self._frame(fetch)
+        if frame is not None:
+            self.window.add(frame)
+        self.window.trim(time.time())
+        ok = not fetch.errors
+        if frame is not None:
+            self.last_success = fetch.time
+        if ok:
+            self._logged = {k for k in self._logged if not k.startswith("provider:")}
+        self.polls += 1
+        duration = time.perf_counter() - start
+        self.poll_seconds += duration
+        self.last_poll = {
+            "time": fetch.time,
+            "ok": ok,
+            "error": "; ".join(f"{k}: {e}" for k, e in fetch.errors.items()) or None,
+            "duration": round(duration, 4),
+        }
+        self.seq += 1
+        version = f"{self.holder}:{self.seq}"
+        doc = snapshot.build(
+            version=version,
+            built=time.time(),
+            config=self.config,
+            specs=self.specs,
+            source=self.provider.source,
+            nodes=snapshot.node_stats(self.window, self.specs, self.config),
+            last_poll=self.last_poll,
+            last_success=self.last_success,
+            leader=self.holder,
+            counters=self.counters(),
+        )
+        self.store.save(frame, doc, version)
+
+    def counters(self) -> dict[str, Any]:
+        return {
+            "polls": self.polls,
+            "pollSeconds": round(self.poll_seconds, 4),
+            "pollErrors": dict(self.poll_errors),
+            "rejected": dict(self.rejected),
+            "storeErrors": self.store_errors,
+        }
+
+    def _log_once(self, cause: str, message: str) -> None:
+        if cause not in self._logged:
+            self._logged.add(cause)
+            log.warning(message)

@@ -1,0 +1,100 @@
+"""All of the watcher's Redis access. Key names come from watcher/keys.py."""
+
+from __future__ import annotations
+
+import redis
+
+from watcher import defaults
+from watcher.errors import StoreError
+from watcher.keys import Keys
+from watcher.window import Frame
+
+# Take the lock if free, renew it if ours; atomic so two replicas never both hold it.
+_LEAD = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisStore:
+    kind = "redis"
+
+    def __init__(self, url: str, prefix: str, window: float) -> None:
+        try:
+            self.client = redis.Redis.from_url(
+                url,
+                socket_timeout=defaults.REDIS_TIMEOUT,
+                socket_connect_timeout=defaults.REDIS_TIMEOUT,
+            )
+        except ValueError as exc:
+            raise StoreError(f"bad redis URL {url!r}: {exc}") from exc
+        self.keys = Keys(prefix)
+        self.window = window
+        # Data outlives the window a little so a replica taking over still finds a full window.
+        self.keep_ms = int((window + 60) * 1000)
+        self._lead = self.client.register_script(_LEAD)
+        self._release = self.client.register_script(_RELEASE)
+
+    def _do(self, what: str, call):  # noqa: ANN001 (a zero-argument callable)
+        try:
+            return call()
+        except redis.RedisError as exc:
+            raise StoreError(f"redis {what}: {exc}") from exc
+
+    def ping(self) -> None:
+        self._do("ping", self.client.ping)
+
+    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        if frame is not None:
+            pipe.set(self.keys.frame(frame.frame_id), frame.encode(), px=self.keep_ms)
+            pipe.zadd(self.keys.frames, {frame.frame_id: frame.time})
+            pipe.zremrangebyscore(self.keys.frames, "-inf", frame.time - self.keep_ms / 1000)
+            pipe.pexpire(self.keys.frames, self.keep_ms)
+        pipe.set(self.keys.snapshot, snapshot, px=2 * self.keep_ms)
+        pipe.set(self.keys.version, version, px=2 * self.keep_ms)
+        self._do("save", pipe.execute)
+
+    def load_frames(self, since: float) -> list[Frame]:
+        ids = self._do(
+            "frame index", lambda: self.client.zrangebyscore(self.keys.frames, since, "+inf")
+        )
+        if not ids:
+            return []
+        blobs = self._do(
+            "frames", lambda: self.client.mget([self.keys.frame(i.decode()) for i in ids])
+        )
+        return [Frame.decode(b) for b in blobs if b is not None]
+
+    def snapshot_version(self) -> str | None:
+        value = self._do("version", lambda: self.client.get(self.keys.version))
+        return value.decode() if value is not None else None
+
+    def load_snapshot(self) -> bytes | None:
+        return self._do("snapshot", lambda: self.client.get(self.keys.snapshot))
+
+    def lead(self, holder: str, ttl: float) -> bool:
+        ms = max(1, int(ttl * 1000))
+        return bool(self._do("lock", lambda: self._lead(keys=[self.keys.lock], args=[holder, ms])))
+
+    def leader(self) -> str | None:
+        value = self._do("lock holder", lambda: self.client.get(self.keys.lock))
+        return value.decode() if value is not None else None
+
+    def release(self, holder: str) -> None:
+        self._do("unlock", lambda: self._release(keys=[self.keys.lock], args=[holder]))
+
+    def close(self) -> None:
+        self.client.close()

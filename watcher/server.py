@@ -1,0 +1,120 @@
+"""Serving: gunicorn workers answer the API; the poller runs once per replica, not per worker.
+
+With Redis the poller runs in gunicorn's master process and the workers read the snapshot from
+Redis. With the in-memory store the poller and the API must share one process, so there is one
+worker (with threads) and the poller runs inside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from watcher import providers
+from watcher import store as stores
+from watcher.config import Config
+from watcher.nodenames import KubeNodes, NodeNamer
+from watcher.poller import Poller
+
+log = logging.getLogger(__name__)
+
+
+def kube_client(config: Config) -> Any:
+    """A Kubernetes API client from --kubeconfig or the in-cluster service account, else None."""
+    if not config.kubeconfig and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    if config.kubeconfig:
+        return kube_config.new_client_from_config(config_file=config.kubeconfig)
+    kube_config.load_incluster_config()
+    return client.ApiClient()
+
+
+def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
+    api = kube_client(config)
+    kube = None
+    if api is not None and config.map_node_addresses:
+        kube = KubeNodes(api, config.kube_refresh, config.provider_timeout)
+    provider = providers.create(config, api)
+    return Poller(config, provider, store, NodeNamer(kube), holder)
+
+
+class WatcherApplication(BaseApplication):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.memory = not config.redis_url
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.poller: Poller | None = None
+        super().__init__()
+
+    def load_config(self) -> None:
+        host, port = self.config.listen_address
+        settings = {
+            "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+            "workers": 1 if self.memory else self.config.workers,
+            "worker_class": "gthread",
+            "threads": self.config.threads,
+            "timeout": 30,
+            "graceful_timeout": 5,
+            "keepalive": 5,
+            "accesslog": None,
+            "loglevel": "warning",
+            "when_ready": self._when_ready,
+            "on_exit": self._on_exit,
+            "child_exit": self._child_exit,
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self):  # noqa: ANN201 (a WSGI app) -- runs in each worker
+        from watcher.api import create_app
+
+        store = stores.create(self.config)
+        poller = None
+        if self.memory:
+            poller = make_poller(self.config, store, self.holder)
+            poller.start()
+        return create_app(self.config, store, self.holder, poller)
+
+    def _when_ready(self, server: Any) -> None:
+        if not self.memory:
+            self.poller = make_poller(self.config, stores.create(self.config), self.holder)
+            self.poller.start()
+        log.warning("ballast watcher listening on %s (%s store)", self.config.listen,
+                    "memory" if self.memory else "redis")  # fmt: skip
+
+    def _on_exit(self, server: Any) -> None:
+        if self.poller is not None:
+            self.poller.stop()
+
+    def _child_exit(self, server: Any, worker: Any) -> None:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(worker.pid)
+
+
+def serve(config: Config) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    multiproc = None
+    if config.redis_url and config.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Request metrics of all workers are merged through files in this directory.
+        multiproc = tempfile.mkdtemp(prefix="ballast-watcher-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc
+    try:
+        WatcherApplication(config).run()
+    finally:
+        if multiproc:
+            shutil.rmtree(multiproc, ignore_errors=True)
+    return 0

@@ -1,0 +1,69 @@
+"""The snapshot: window statistics of every node plus poll status, built once per poll.
+
+The poller stores it; every API worker (and every replica) reads the same JSON document and only
+adds what depends on the moment of the request (age, staleness state).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from watcher.config import Config, MetricSpec
+from watcher.staleness import horizon
+from watcher.stats import summarize
+from watcher.window import Window
+
+# order of the per-metric list in the snapshot's `nodes` entries
+STAT_FIELDS = ("avg", "std", "min", "max", "p95", "latest", "count", "first", "last", "horizon")
+
+
+def node_stats(window: Window, specs: list[MetricSpec], config: Config) -> dict[str, Any]:
+    """{node: {metric key: [avg, std, min, max, p95, latest, count, first, last, horizon]}}."""
+    nodes = window.nodes()
+    out: dict[str, dict[str, list]] = {n: {} for n in nodes}
+    if not nodes:
+        return {}
+    low, high = config.horizon_bounds
+    for spec in specs:
+        times, values = window.matrix(spec.key, nodes)
+        s = summarize(times, values)
+        s["horizon"] = horizon(s["volatility"], config.tolerance, low, high)
+        columns = [
+            np.round(s[f], 3).tolist() if f != "count" else s[f].tolist() for f in STAT_FIELDS
+        ]
+        for node, row in zip(nodes, zip(*columns, strict=True), strict=True):
+            if row[6]:  # count
+                out[node][spec.key] = list(row)
+    return {n: m for n, m in out.items() if m}
+
+
+def build(
+    *,
+    version: str,
+    built: float,
+    config: Config,
+    specs: list[MetricSpec],
+    source: str,
+    nodes: dict[str, Any],
+    last_poll: dict[str, Any],
+    last_success: float | None,
+    leader: str,
+    counters: dict[str, Any],
+) -> bytes:
+    doc = {
+        "version": version,
+        "built": built,
+        "source": source,
+        "window": config.window,
+        "expiry": config.expiry_seconds,
+        "metrics": {s.key: {"name": s.name, "type": s.type, "unit": s.unit} for s in specs},
+        "lastPoll": last_poll,
+        "lastSuccess": last_success,
+        "leader": leader,
+        "counters": counters,
+        "nodes": nodes,
+    }
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()

@@ -1,0 +1,93 @@
+"""The window store interface, its in-memory implementation, and the factory.
+
+Redis (shared by replicas) lives in watcher/redis_store.py; with no Redis URL the same interface
+runs in memory, the embedded default for one process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+from watcher.config import Config
+from watcher.window import Frame
+
+
+class Store(Protocol):
+    kind: str
+
+    def ping(self) -> None:
+        """Raise StoreError when the store cannot be reached."""
+
+    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
+        """Persist one poll: its frame (if any) and the new snapshot, in one round trip."""
+
+    def load_frames(self, since: float) -> list[Frame]: ...
+
+    def snapshot_version(self) -> str | None: ...
+
+    def load_snapshot(self) -> bytes | None: ...
+
+    def lead(self, holder: str, ttl: float) -> bool:
+        """Take or renew the poller lock for `holder`; True while `holder` holds it."""
+
+    def leader(self) -> str | None: ...
+
+    def release(self, holder: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    """One process's store: the poller and the API share it, so only one worker may serve it."""
+
+    kind = "memory"
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self._frames: list[Frame] = []
+        self._snapshot: bytes | None = None
+        self._version: str | None = None
+        self._lock = threading.Lock()
+
+    def ping(self) -> None:
+        return None
+
+    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
+        with self._lock:
+            if frame is not None:
+                cutoff = time.time() - self.window
+                self._frames = [f for f in self._frames if f.time >= cutoff] + [frame]
+            self._snapshot = snapshot
+            self._version = version
+
+    def load_frames(self, since: float) -> list[Frame]:
+        with self._lock:
+            return [f for f in self._frames if f.time >= since]
+
+    def snapshot_version(self) -> str | None:
+        return self._version
+
+    def load_snapshot(self) -> bytes | None:
+        return self._snapshot
+
+    def lead(self, holder: str, ttl: float) -> bool:
+        return True
+
+    def leader(self) -> str | None:
+        return None
+
+    def release(self, holder: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def create(config: Config) -> Store:
+    if config.redis_url:
+        from watcher.redis_store import RedisStore
+
+        return RedisStore(config.redis_url, config.key_prefix, config.window)
+    return MemoryStore(config.window)

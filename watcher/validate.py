@@ -1,0 +1,77 @@
+"""Turn a provider's raw values into accepted samples, rejecting bad ones per sample by reason."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from watcher.nodenames import NodeNamer
+
+REASONS = (
+    "not_a_number",
+    "nan",
+    "inf",
+    "negative",
+    "over_100",
+    "duplicate",
+    "no_node_label",
+    "unknown_node",
+)
+
+
+def to_float(raw: Any) -> float | None:
+    if isinstance(raw, bool):
+        return None
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_value(raw: Any, percent: bool) -> tuple[float | None, str | None]:
+    """(value, None) when acceptable, else (None, reason)."""
+    value = to_float(raw)
+    if value is None:
+        return None, "not_a_number"
+    if math.isnan(value):
+        return None, "nan"
+    if math.isinf(value):
+        return None, "inf"
+    if value < 0:
+        return None, "negative"
+    if percent and value > 100.0:
+        return None, "over_100"
+    return value, None
+
+
+def validate(
+    series: list[tuple[str | None, Any]], percent: bool, namer: NodeNamer
+) -> tuple[dict[str, float], Counter[str]]:
+    """Accepted values by node name, and how many samples were rejected for which reason.
+
+    Two series naming the same node make both untrustworthy: that node gets no value this poll.
+    """
+    accepted: dict[str, float] = {}
+    duplicates: Counter[str] = Counter()  # node -> how many of its series were dropped
+    rejected: Counter[str] = Counter()
+    for raw_node, raw_value in series:
+        if not isinstance(raw_node, str) or not raw_node:
+            rejected["no_node_label"] += 1
+            continue
+        node = namer.name(raw_node)
+        if node is None:
+            rejected["unknown_node"] += 1
+            continue
+        value, reason = check_value(raw_value, percent)
+        if reason is not None:
+            rejected[reason] += 1
+            continue
+        if node in accepted or node in duplicates:
+            duplicates[node] += 1
+            continue
+        accepted[node] = value
+    for node, repeats in duplicates.items():
+        accepted.pop(node, None)
+        rejected["duplicate"] += repeats + 1  # the first one goes too
+    return accepted, rejected

@@ -1,0 +1,181 @@
+"""What the API answers, computed from a snapshot at the moment of the request.
+
+The snapshot holds window statistics; age and staleness state depend on the request time, so
+they are added here. Pure functions of (snapshot, now): the Flask layer only caches and serves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from shared import wire
+from watcher.errors import StoreError
+from watcher.snapshot import STAT_FIELDS
+from watcher.staleness import EXPIRED, state, worst
+from watcher.store import Store
+
+log = logging.getLogger(__name__)
+
+_AVG, _STD, _LATEST, _LAST, _HORIZON = (
+    STAT_FIELDS.index(f) for f in ("avg", "std", "latest", "last", "horizon")
+)
+
+
+def duration_name(seconds: float) -> str:
+    """300 -> "5m", 90 -> "90s": how load-watcher spells a window."""
+    s = int(seconds)
+    if s % 3600 == 0:
+        return f"{s // 3600}h"
+    if s % 60 == 0:
+        return f"{s // 60}m"
+    return f"{s}s"
+
+
+class View:
+    """A parsed snapshot with the request-time computations."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.version: str = doc["version"]
+        self.nodes: dict[str, dict[str, list]] = doc["nodes"]
+        self.metrics: dict[str, dict[str, str]] = doc["metrics"]
+        self.window = float(doc["window"])
+        self.expiry = float(doc["expiry"])
+        self.duration = duration_name(self.window)
+        # Times at which some metric expires: the envelope only changes when one passes.
+        self._expiries = sorted(
+            row[_LAST] + self.expiry for metrics in self.nodes.values() for row in metrics.values()
+        )
+
+    @property
+    def last_poll(self) -> dict[str, Any]:
+        return self.doc["lastPoll"]
+
+    @property
+    def has_data(self) -> bool:
+        return self.doc.get("lastSuccess") is not None
+
+    def expired_count(self, now: float) -> int:
+        return bisect.bisect_left(self._expiries, now)
+
+    # -- load-watcher envelope ----------------------------------------------------------------
+    def envelope(self, now: float, host: str | None = None) -> dict[str, Any] | None:
+        """The /watcher answer; None when `host` has no live data."""
+        end = int(self.doc.get("lastSuccess") or self.doc["built"])
+        names = [host] if host is not None else list(self.nodes)
+        node_map: dict[str, dict[str, Any]] = {}
+        rollup = self.duration
+        for node in names:
+            metrics = self.nodes.get(node)
+            if not metrics:
+                continue
+            out = []
+            for key, row in metrics.items():
+                if now - row[_LAST] > self.expiry:
+                    continue  # expired data is absent, never a stale value passed off as live
+                spec = self.metrics[key]
+                name, mtype = spec["name"], spec["type"]
+                out.append(_metric(name, mtype, wire.AVG, rollup, row[_AVG]))
+                out.append(_metric(name, mtype, wire.STD, rollup, row[_STD]))
+                out.append(_metric(name, mtype, wire.LATEST, rollup, row[_LATEST]))
+            if out:
+                node_map[node] = {"metrics": out, "tags": {}, "metadata": {"dataCenter": ""}}
+        if host is not None and not node_map:
+            return None
+        return {
+            "timestamp": end,
+            "window": {"duration": self.duration, "start": int(end - self.window), "end": end},
+            "source": self.doc["source"],
+            "data": {"NodeMetricsMap": node_map},
+        }
+
+    # -- /api/v1 ------------------------------------------------------------------------------
+    def node(self, name: str, now: float) -> dict[str, Any] | None:
+        metrics = self.nodes.get(name)
+        if not metrics:
+            return None
+        out = {}
+        states = []
+        ages = []
+        for key, row in metrics.items():
+            age = max(0.0, now - row[_LAST])
+            st = state(age, row[_HORIZON], self.expiry)
+            states.append(st)
+            ages.append(age)
+            spec = self.metrics[key]
+            entry: dict[str, Any] = {"type": spec["type"], "unit": spec["unit"]}
+            entry.update(zip(STAT_FIELDS, row, strict=True))
+            entry.update(state=st, age=round(age, 3), expiry=self.expiry)
+            out[key] = entry
+        return {"state": worst(states), "age": round(max(ages), 3), "metrics": out}
+
+    def nodes_doc(self, now: float) -> dict[str, Any]:
+        return {
+            "timestamp": round(now, 3),
+            "window": {"duration": self.duration, "seconds": self.window},
+            "source": self.doc["source"],
+            "lastPoll": self.last_poll,
+            "nodes": {n: self.node(n, now) for n in self.nodes},
+        }
+
+    def states(self, now: float) -> dict[str, int]:
+        counts = {"fresh": 0, "stale": 0, "expired": 0}
+        for name in self.nodes:
+            node = self.node(name, now)
+            if node is not None:
+                counts[node["state"]] += 1
+        return counts
+
+    def is_live(self, host: str, now: float) -> bool:
+        node = self.node(host, now)
+        return node is not None and any(m["state"] != EXPIRED for m in node["metrics"].values())
+
+
+def _metric(name: str, mtype: str, op: str, rollup: str, value: float) -> dict[str, Any]:
+    return {"name": name, "type": mtype, "operator": op, "rollup": rollup, "value": value}
+
+
+class SnapshotReader:
+    """An API worker's copy of the latest snapshot, refreshed from the store when it changes.
+
+    When the store is unreachable the last copy keeps being served, flagged by `store_error`.
+    """
+
+    def __init__(self, store: Store, check_interval: float) -> None:
+        self.store = store
+        self.check_interval = check_interval
+        self.view: View | None = None
+        self.store_error: str | None = None
+        self._checked = 0.0
+        self._lock = threading.Lock()
+
+    def get(self) -> View | None:
+        now = time.monotonic()
+        if now - self._checked < self.check_interval:
+            return self.view
+        with self._lock:
+            if now - self._checked < self.check_interval:
+                return self.view
+            self._refresh()
+            self._checked = time.monotonic()
+        return self.view
+
+    def _refresh(self) -> None:
+        try:
+            version = self.store.snapshot_version()
+            if version is not None and (self.view is None or version != self.view.version):
+                blob = self.store.load_snapshot()
+                if blob is not None:
+                    self.view = View(json.loads(blob))
+            self.store_error = None
+        except StoreError as exc:
+            if self.store_error is None:
+                log.warning("store unavailable, serving the last snapshot: %s", exc)
+            self.store_error = str(exc)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.store_error = f"unreadable snapshot in the store: {exc}"
