@@ -170,9 +170,11 @@ class Cycle:
         """The recently-bound estimate, with the profile's TargetLoadPacking args if any."""
         profile = self.profiles.get(pod.scheduler_name)
         for plugin, _ in profile.scores if profile else ():
-            predict = getattr(plugin, "predicted_cpu_m", None)
-            if predict is not None:
-                return int(predict(pod))
+            args = getattr(plugin, "args", None)
+            if hasattr(args, "default_requests_cpu_m"):
+                return resources.predicted_cpu_m(
+                    pod, args.default_requests_cpu_m, args.default_requests_multiplier
+                )
         return resources.predicted_cpu_m(pod)
 
     # --- the binder's answer, on a binder thread ---------------------------------------

@@ -12,9 +12,15 @@ from typing import TYPE_CHECKING, Any
 from scheduler.errors import ConfigError
 from scheduler.framework import Plugin
 from scheduler.plugins import (
+    load_threshold,
+    load_variation_risk_balancing,
+    low_risk_over_commitment,
+    metric_score,
     node_affinity,
     node_ready,
+    node_resources_balanced_allocation,
     node_resources_fit,
+    node_resources_least_allocated,
     node_unschedulable,
     taint_toleration,
     target_load_packing,
@@ -29,7 +35,13 @@ _MODULES: tuple[ModuleType, ...] = (
     node_resources_fit,
     node_affinity,
     taint_toleration,
+    load_threshold,
     target_load_packing,
+    load_variation_risk_balancing,
+    low_risk_over_commitment,
+    metric_score,
+    node_resources_least_allocated,
+    node_resources_balanced_allocation,
 )
 
 REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}

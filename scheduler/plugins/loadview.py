@@ -25,6 +25,7 @@ FRESH = "fresh"
 STALE = "stale"
 EXPIRED = "expired"
 MISSING = "missing"
+UNSERVED = "unserved"  # the node has load data, only not for this metric
 # The watcher's window: samples older than this are no data when the source gives no expiry.
 DEFAULT_EXPIRY_S = 300.0
 
@@ -37,7 +38,7 @@ class Usage:
     avg: float  # percent of the node
     std: float  # percent of the node
     weight: float  # share of measured data: 1 fresh, 0 allocation only
-    reason: str  # FRESH, STALE, EXPIRED or MISSING
+    reason: str  # FRESH, STALE, EXPIRED, MISSING or UNSERVED
 
 
 def allocation_percent(node: NodeInfo, resource: str) -> float:
@@ -82,7 +83,11 @@ def usage(state: CycleState, node: NodeInfo, snap: Snapshot, resource: str) -> U
         measured = stats.avg if stats.avg is not None else stats.latest
     if measured is None or stats is None or stats.state == EXPIRED:
         reason = MISSING if measured is None else EXPIRED
-        note_fallback(state, node.name, reason)
+        load = snap.loads.get(node.name)
+        if reason == MISSING and load is not None and load.metrics:
+            reason = UNSERVED  # a watcher without this metric is no failure worth counting
+        else:
+            note_fallback(state, node.name, reason)
         result = Usage(allocation_percent(node, resource), 0.0, 0.0, reason)
     elif stats.state == STALE:
         note_fallback(state, node.name, STALE)

@@ -1,0 +1,384 @@
+"""`make bench-scheduler`: scheduling throughput on a 1,000-node sandbox, side by side.
+
+One sandbox (etcd, kube-apiserver, kwok), 1,000 kwok nodes, then for each contender in turn:
+a fresh namespace, the contender started, 2,000 pods created at once (16 client threads), and a
+watch noting when each pod gets its node. Contenders:
+- raw-bind: a loop that only binds (round robin, same thread count as Ballast's binder), the
+  ceiling of this apiserver on this machine;
+- ballast: `ballast scheduler` as a subprocess, default profile, no watcher (every node on the
+  allocation fallback), leader election off;
+- kube-scheduler: the pinned upstream release, default profile, leader election off, client
+  QPS raised to 5000 as kube-scheduler's own scheduler_perf does (its default of 50 would
+  measure the rate limiter, not the scheduler).
+Reported per contender: pods/s (pods / (last bind - first create)), p50/p99 creation-to-bound
+latency, and how long creating the pods took. JSON in bench/results/scheduler.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+import urllib3
+import yaml
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+
+from sandbox import build, processes
+from sandbox.controlplane import ControlPlane, Ports
+from sandbox.namespaces import delete_namespace, ensure_namespace
+from sandbox.nodes import create_nodes, numbered, wait_ready
+
+RESULTS = Path(__file__).resolve().parent / "results" / "scheduler.json"
+THREADS = 16
+TIMEOUT = 600.0
+T = (5.0, 30.0)
+
+
+def pod_body(name: str, scheduler: str) -> dict[str, Any]:
+    requests_ = {"cpu": "100m", "memory": "128Mi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "example.invalid/app:1",
+                    "resources": {"requests": requests_},
+                }
+            ],
+        },
+    }
+
+
+class BindTracker:
+    """Watches one namespace and notes when each pod first shows a node."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.bound: dict[str, float] = {}
+        self._core = client.CoreV1Api(api)
+        self._ns = namespace
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._started = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._started.wait(10)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._resp is not None:
+            self._resp.close()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        rv = json.loads(
+            self._core.list_namespaced_pod(
+                self._ns, _preload_content=False, _request_timeout=T
+            ).data
+        )["metadata"]["resourceVersion"]
+        while not self._stop.is_set():
+            try:
+                self._resp = self._core.list_namespaced_pod(
+                    self._ns,
+                    watch=True,
+                    resource_version=rv,
+                    timeout_seconds=600,
+                    _preload_content=False,
+                    _request_timeout=(5, 660),
+                )
+                self._started.set()
+                for line in iter_resp_lines(self._resp):
+                    ev = json.loads(line)
+                    obj = ev.get("object") or {}
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    name = (obj.get("metadata") or {}).get("name")
+                    if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
+                        self.bound[name] = time.monotonic()
+            except Exception:  # noqa: BLE001 - reconnect from the last version
+                if self._stop.is_set():
+                    return
+                time.sleep(0.2)
+
+
+class RawBinder:
+    """The ceiling: watch pending pods of one scheduler name and bind them round robin."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, nodes: list[str]) -> None:
+        self._api = api
+        self._core = client.CoreV1Api(api)
+        self._ns = namespace
+        self._nodes = nodes
+        self._work: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._tracker_stop = threading.Event()
+        self._resp: Any = None
+        self._threads = [threading.Thread(target=self._bind, daemon=True) for _ in range(THREADS)]
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._tracker_stop.set()
+        if self._resp is not None:
+            self._resp.close()
+        for _ in self._threads:
+            self._work.put(None)
+
+    def _watch(self) -> None:
+        i = 0
+        self._resp = self._core.list_namespaced_pod(
+            self._ns, watch=True, _preload_content=False, _request_timeout=(5, 660)
+        )
+        try:
+            for line in iter_resp_lines(self._resp):
+                obj = json.loads(line).get("object") or {}
+                meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+                if spec.get("schedulerName") == "raw-bind" and not spec.get("nodeName"):
+                    self._work.put((meta["name"], self._nodes[i % len(self._nodes)]))
+                    i += 1
+        except Exception:  # noqa: BLE001 - closed at stop
+            return
+
+    def _bind(self) -> None:
+        while (item := self._work.get()) is not None:
+            name, node = item
+            body = {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": name, "namespace": self._ns},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+            }
+            try:
+                self._core.create_namespaced_binding(
+                    name, self._ns, body, _preload_content=False, _request_timeout=T
+                )
+            except client.ApiException:
+                pass  # a MODIFIED event queued it twice; the first bind won
+
+
+def _wait_http(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=1, verify=False).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} not healthy after {timeout:.0f}s")
+
+
+def start_ballast(plane: ControlPlane, work: Path) -> Callable[[], None]:
+    cfg = work / "ballast.yaml"
+    cfg.write_text(
+        yaml.safe_dump({"parallelism": THREADS, "leaderElection": {"leaderElect": False}})
+    )
+    port = processes.free_port()
+    exe = Path(sys.executable).with_name("ballast")
+    proc = processes.spawn(
+        "ballast-scheduler",
+        [
+            str(exe),
+            "scheduler",
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "--metrics-listen",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "WARNING",
+        ],
+        plane.log_dir,
+        plane.pid_dir,
+        None,
+        True,
+    )
+    _wait_http(f"http://127.0.0.1:{port}/healthz")
+    return lambda: _end(proc)
+
+
+def start_kube_scheduler(plane: ControlPlane, work: Path) -> Callable[[], None]:
+    cfg = work / "kube-scheduler.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {
+                    "kubeconfig": str(plane.kubeconfig),
+                    "qps": 5000,
+                    "burst": 5000,
+                },
+                "leaderElection": {"leaderElect": False},
+            }
+        )
+    )
+    port = processes.free_port()
+    proc = processes.spawn(
+        "kube-scheduler",
+        [
+            str(build.binary("kube-scheduler")),
+            f"--config={cfg}",
+            f"--secure-port={port}",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={work / 'kube-scheduler-certs'}",
+            "--v=1",
+        ],
+        plane.log_dir,
+        plane.pid_dir,
+        None,
+        True,
+    )
+    _wait_http(f"https://127.0.0.1:{port}/healthz")
+    return lambda: _end(proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def run_one(
+    name: str,
+    scheduler: str,
+    starter: Callable[[], Callable[[], None]],
+    api: client.ApiClient,
+    pods: int,
+) -> dict[str, Any]:
+    namespace = f"bench-{name}"
+    ensure_namespace(api, namespace)
+    tracker = BindTracker(api, namespace)
+    tracker.start()
+    stop = starter()
+    core = client.CoreV1Api(api)
+    created: dict[str, float] = {}
+
+    def create(i: int) -> None:
+        pod = f"p{i:05d}"
+        created[pod] = time.monotonic()
+        core.create_namespaced_pod(
+            namespace, pod_body(pod, scheduler), _preload_content=False, _request_timeout=T
+        )
+
+    print(f"[{name}] creating {pods} pods", flush=True)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(create, range(pods)))
+    creation = time.monotonic() - t0
+    deadline = time.monotonic() + TIMEOUT
+    while len(tracker.bound) < pods and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop()
+    tracker.stop()
+    bound = dict(tracker.bound)
+    latencies = sorted(bound[p] - created[p] for p in bound if p in created)
+    first = min(created.values())
+    last = max(bound.values()) if bound else float("nan")
+    result = {
+        "scheduler": scheduler,
+        "pods": pods,
+        "bound": len(bound),
+        "seconds": round(last - first, 3),
+        "pods_per_second": round(len(bound) / (last - first), 1) if bound else 0.0,
+        "latency_p50_s": round(statistics.median(latencies), 3) if latencies else None,
+        "latency_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3)
+        if latencies
+        else None,
+        "creation_seconds": round(creation, 3),
+    }
+    print(f"[{name}] {json.dumps(result)}", flush=True)
+    delete_namespace(api, namespace)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument(
+        "--only", nargs="*", default=["raw-bind", "ballast", "kube-scheduler"], help="contenders"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    urllib3.disable_warnings()
+    work = Path(tempfile.mkdtemp(prefix="ballast-bench-"))
+    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
+    print(f"starting the sandbox in {work}", flush=True)
+    plane.start()
+    try:
+        cfg = plane.api_client().configuration
+        cfg.connection_pool_maxsize = THREADS * 2
+        api = client.ApiClient(cfg)
+        specs = numbered(args.nodes, prefix="bench-node-", cpu="8", memory="32Gi")
+        t0 = time.monotonic()
+        chunks = [specs[i::THREADS] for i in range(THREADS)]
+        with ThreadPoolExecutor(THREADS) as pool:
+            names = [n for part in pool.map(lambda c: create_nodes(api, c), chunks) for n in part]
+        wait_ready(api, names, timeout=300)
+        print(f"{len(names)} nodes ready in {time.monotonic() - t0:.1f}s", flush=True)
+        starters = {
+            "raw-bind": ("raw-bind", lambda: _start_raw(api, names)),
+            "ballast": ("ballast", lambda: start_ballast(plane, work)),
+            "kube-scheduler": ("default-scheduler", lambda: start_kube_scheduler(plane, work)),
+        }
+        results = {}
+        for name in args.only:
+            scheduler, starter = starters[name]
+            results[name] = run_one(name, scheduler, starter, api, args.pods)
+    finally:
+        plane.stop()
+    report: dict[str, Any] = {
+        "benchmark": "scheduler",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "cpus": os.cpu_count(),
+        "client_threads": THREADS,
+        "results": results,
+    }
+    ballast = results.get("ballast", {}).get("pods_per_second")
+    if ballast:
+        for other in ("kube-scheduler", "raw-bind"):
+            theirs = results.get(other, {}).get("pods_per_second")
+            if theirs:
+                report[f"ballast_vs_{other.replace('-', '_')}"] = round(ballast / theirs, 2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _start_raw(api: client.ApiClient, nodes: list[str]) -> Callable[[], None]:
+    binder = RawBinder(api, "bench-raw-bind", nodes)
+    binder.start()
+    return binder.stop
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""LoadThreshold: keep a pod off nodes its predicted load would push past a set percentage.
+
+CPU: usage % (through loadview: fallback and blend included) plus the pod's TargetLoadPacking
+prediction and recently bound pods, over status.capacity. Memory: usage % plus the pod's memory
+request over allocatable. A threshold of 0 turns that resource's check off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import CPU, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.plugins.loadview import usage
+from scheduler.resources import predicted_cpu_m
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
+
+NAME = "LoadThreshold"
+_KEY = NAME + ".predicted"
+
+
+@dataclass(frozen=True)
+class Args:
+    cpu_threshold: float = 80.0
+    memory_threshold: float = 0.0
+    default_requests_cpu_m: int = 1000
+    default_requests_multiplier: float = 1.5
+
+
+def parse_args(f: Fields) -> Args:
+    d = Args()
+    requests = f.section("defaultRequests")
+    cpu_m = requests.cpu("cpu", d.default_requests_cpu_m)
+    requests.finish()
+    args = Args(
+        cpu_threshold=f.number("cpuThreshold", d.cpu_threshold, 0, 100),
+        memory_threshold=f.number("memoryThreshold", d.memory_threshold, 0, 100),
+        default_requests_cpu_m=cpu_m,
+        default_requests_multiplier=f.number(
+            "defaultRequestsMultiplier", d.default_requests_multiplier, 0, 1000
+        ),
+    )
+    f.finish()
+    return args
+
+
+class Plugin:
+    name = NAME
+
+    def __init__(self, args: Args | None = None) -> None:
+        self.args = args or Args()
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
+        a = self.args
+        state[_KEY] = predicted_cpu_m(pod, a.default_requests_cpu_m, a.default_requests_multiplier)
+        return a.cpu_threshold > 0 or a.memory_threshold > 0
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        a = self.args
+        if _KEY not in state:
+            self.pre_filter(state, pod, snap)
+        reasons = []
+        capacity = node.capacity.get(CPU, 0)
+        if a.cpu_threshold > 0 and capacity > 0:
+            u = usage(state, node, snap, CPU)
+            extra_m = state[_KEY] + snap.recent_cpu_m.get(node.name, 0) * u.weight
+            if u.avg + 100 * extra_m / capacity > a.cpu_threshold:
+                reasons.append("node(s) were above the cpu load threshold")
+        allocatable = node.allocatable.get(MEMORY, 0)
+        if a.memory_threshold > 0 and allocatable > 0:
+            u = usage(state, node, snap, MEMORY)
+            if u.avg + 100 * pod.requests.get(MEMORY, 0) / allocatable > a.memory_threshold:
+                reasons.append("node(s) were above the memory load threshold")
+        return Status.reject(*reasons) if reasons else Status.success()

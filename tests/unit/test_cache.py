@@ -1,0 +1,133 @@
+"""The cache's bookkeeping, fed watch events directly (the reflectors are tested on the sandbox)."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from scheduler.cache import ClusterCache
+from scheduler.resources import pod_info
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.pending: list[str] = []
+        self.gone: list[str] = []
+        self.bound: list[str] = []
+        self.changes = 0
+
+    def pod_pending(self, pod) -> None:
+        self.pending.append(pod.name)
+
+    def pod_gone(self, uid) -> None:
+        self.gone.append(uid)
+
+    def pod_bound(self, pod) -> None:
+        self.bound.append(pod.name)
+
+    def cluster_changed(self) -> None:
+        self.changes += 1
+
+
+def node(name: str, cpu: str = "2", labels: dict | None = None, ready: bool = True) -> dict:
+    return {
+        "metadata": {"name": name, "labels": labels or {}, "resourceVersion": "1"},
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(name: str, node_name: str = "", scheduler: str = "ballast", cpu: str = "500m") -> dict:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeName": node_name or None,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
+
+
+@pytest.fixture
+def cache():
+    rec = Recorder()
+    c = ClusterCache(client.ApiClient(client.Configuration()), ["ballast"], rec)
+    c._node_event("ADDED", node("n1"))
+    c._node_event("ADDED", node("n2"))
+    c.rec = rec
+    return c
+
+
+def test_pending_pods_of_our_names_only(cache):
+    cache._pod_event("ADDED", pod("ours"))
+    cache._pod_event("ADDED", pod("theirs", scheduler="default-scheduler"))
+    assert cache.rec.pending == ["ours"]
+
+
+def test_bound_pods_count_on_their_node_whoever_bound_them(cache):
+    cache._pod_event("ADDED", pod("a", "n1", scheduler="default-scheduler"))
+    cache._pod_event("MODIFIED", pod("a", "n1", scheduler="default-scheduler"))
+    assert cache.nodes["n1"].requested["cpu"] == 500
+    cache._pod_event("DELETED", pod("a", "n1"))
+    assert cache.nodes["n1"].requested.get("cpu", 0) == 0
+
+
+def test_assumed_pod_counts_at_once_and_forget_undoes_it(cache):
+    cache._pod_event("ADDED", pod("a"))
+    p = pod_info(pod("a"))
+    assert cache.assume(p, "n2")
+    assert cache.nodes["n2"].requested["cpu"] == 500
+    cache._pod_event("MODIFIED", pod("a"))  # the watch lags behind: still pending there
+    assert cache.rec.pending == ["a"]  # not queued a second time
+    cache.forget(p)
+    assert cache.nodes["n2"].requested.get("cpu", 0) == 0
+
+
+def test_confirmed_binding_replaces_the_assumption(cache):
+    p = pod_info(pod("a"))
+    cache.assume(p, "n1")
+    cache._pod_event("MODIFIED", pod("a", "n1"))
+    assert not cache.is_assumed(p.uid)
+    cache.forget(p)  # too late: the API says it is bound
+    assert cache.nodes["n1"].requested["cpu"] == 500
+
+
+def test_terminal_pods_free_their_node(cache):
+    cache._pod_event("ADDED", pod("a", "n1"))
+    done = pod("a", "n1")
+    done["status"]["phase"] = "Succeeded"
+    cache._pod_event("MODIFIED", done)
+    assert cache.nodes["n1"].requested.get("cpu", 0) == 0
+    assert "uid-a" in cache.rec.gone
+
+
+def test_node_changes_that_filters_see_wake_the_queue(cache):
+    before = cache.rec.changes
+    cache._node_event("MODIFIED", node("n1"))  # a heartbeat: nothing a filter reads
+    assert cache.rec.changes == before
+    cache._node_event("MODIFIED", node("n1", labels={"zone": "a"}))
+    assert cache.rec.changes == before + 1
+
+
+def test_pods_survive_their_node_being_recreated(cache):
+    cache._pod_event("ADDED", pod("a", "n1"))
+    cache._node_event("DELETED", node("n1"))
+    cache._node_event("ADDED", node("n1", cpu="4"))
+    assert cache.nodes["n1"].requested["cpu"] == 500
+    assert cache.nodes["n1"].allocatable["cpu"] == 4000
+
+
+def test_relist_drops_what_disappeared(cache):
+    cache._pod_event("ADDED", pod("a", "n1"))
+    cache._pod_event("ADDED", pod("b", "n1"))
+    cache._pod_event("ADDED", pod("pending"))
+    cache._replace_pods([pod("b", "n1")])
+    assert set(cache.nodes["n1"].pods) == {"uid-b"}
+    assert {"uid-a", "uid-pending"} <= set(cache.rec.gone)
+    cache._replace_nodes([node("n2")])
+    assert set(cache.nodes) == {"n2"}

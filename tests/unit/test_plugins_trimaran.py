@@ -1,0 +1,104 @@
+"""LoadVariationRiskBalancing and LowRiskOverCommitment against Trimaran's reference vectors."""
+
+import pytest
+
+from scheduler.framework import CycleState
+from scheduler.plugins import load_variation_risk_balancing as lvrb
+from scheduler.plugins import low_risk_over_commitment as lroc
+from scheduler.resources import go_round
+from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
+
+MI = 1024**2
+
+
+@pytest.mark.parametrize(
+    "avg,std,margin,sens,expected",
+    [
+        (40, 36, 1, 1, 57),
+        (40, 36, 1, 0, 75),
+        (40, 120, 1, 2, 25),
+        (200, 36, 1, 2, 20),
+        (40, -36, 1, 2, 75),
+        (-40, 36, 1, 2, 65),
+    ],
+)
+def test_lvrb_compute_score_vectors(avg, std, margin, sens, expected):
+    assert go_round(lvrb.resource_score(avg, std, 10, 100, margin, sens)) == expected
+
+
+def test_lvrb_capacity_zero_scores_zero():
+    assert lvrb.resource_score(10, 1, 10, 0, 1, 1) == 0
+
+
+def lvrb_score(pod, loads, **args):
+    node = make_node(cpu="1000m", memory="1Gi")
+    snap = snapshot([node], {"n1": loads})
+    return lvrb.Plugin(lvrb.Args(**args)).score(CycleState(), pod, node, snap)
+
+
+def test_lvrb_node_level_vectors():
+    empty = make_pod()
+    assert lvrb_score(empty, {"cpu": stats(avg=50)}) == 75
+    assert lvrb_score(empty, {"cpu": stats(avg=100)}) == 50
+    pod = make_pod(containers=[container(cpu="200m", memory="256Mi")])
+    assert lvrb_score(pod, {"cpu": stats(avg=30, std=16)}) == 67
+    pod = make_pod(containers=[container(cpu="100m", memory="512Mi")])
+    loads = {"cpu": stats(avg=40, std=16), "memory": stats(avg=50, std=10)}
+    assert lvrb_score(pod, loads) == 45
+
+
+def test_lvrb_negative_args_default_to_one():
+    from scheduler.config import Fields
+
+    args = lvrb.parse_args(Fields({"safeVarianceMargin": -2, "safeVarianceSensitivity": -1}, "a"))
+    assert (args.safe_variance_margin, args.safe_variance_sensitivity) == (1.0, 1.0)
+
+
+def test_lvrb_without_metrics_uses_allocation_for_both():
+    node = make_node(cpu="1000m", memory="1Gi")
+    node.add_pod(make_pod("b", [container(cpu="500m", memory="256Mi")]))
+    state = CycleState()
+    score = lvrb.Plugin().score(state, make_pod(), node, snapshot([node]))
+    # cpu mu 0.5 -> 75; memory mu 0.25 -> 87.5; min -> 75
+    assert score == 75
+    assert state.fallbacks == {"missing": 1}
+
+
+def test_lroc_reference_risks():
+    common = dict(weight=0.5, window=5)
+    cpu = lroc.resource_risk(80, 0, 4000, 2000, 3000, 1000, 2000, **common)
+    memory = lroc.resource_risk(25, 0, 4096, 2048, 6144, 0, 0, **common)
+    assert (cpu, memory) == (0.5, 0.25)
+
+
+def test_lroc_beta_probability_matches_moments():
+    p, shape = lroc.beta_probability(0.5, 0.1, 0.5)
+    assert shape is not None and shape[0] == pytest.approx(shape[1])
+    assert p == pytest.approx(0.5)
+    assert lroc.beta_probability(0.0, 0.3, 0.1) == (1.0, None)
+    assert lroc.beta_probability(0.6, 0.0, 0.5) == (0.0, None)
+    assert lroc.beta_probability(0.4, 0.0, 0.5) == (1.0, None)
+
+
+def test_lroc_node_score_and_best_effort():
+    node = make_node(cpu="4", memory="4Ki")
+    node.add_pod(
+        make_pod("b", [container(cpu="1", limits={"cpu": "2"})])  # requests/limits w/o pod
+    )
+    pod = make_pod(
+        containers=[container(cpu="1", memory="2Ki", limits={"cpu": "1", "memory": "6Ki"})]
+    )
+    snap = snapshot([node], {"n1": {"cpu": stats(avg=80, std=0), "memory": stats(avg=25, std=0)}})
+    plugin = lroc.Plugin()
+    assert plugin.score(CycleState(), pod, node, snap) == 50  # 1 - max(0.5, 0.25)
+    assert plugin.score(CycleState(), make_pod(), node, snap) == 0
+
+
+def test_lroc_load_risk_grows_with_variance():
+    # threshold 0.6 above the mean 0.5: a wider distribution puts more mass past it
+    low = lroc.resource_risk(50, 5, 1000, 700, 1200, 600, 1200, weight=0.0, window=5)
+    high = lroc.resource_risk(50, 20, 1000, 700, 1200, 600, 1200, weight=0.0, window=5)
+    assert 0 < low < high < 0.5
+    # total limits under capacity condition the probability: the load can never exceed them
+    capped = lroc.resource_risk(50, 20, 1000, 700, 800, 600, 800, weight=0.0, window=5)
+    assert capped < high
