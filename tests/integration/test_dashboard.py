@@ -1,0 +1,151 @@
+"""The dashboard in a real browser and `ballast top` in a terminal, both on a real watcher.
+
+A watcher process polls the session's Prometheus, which scrapes the synthetic exporter; this
+module's nodes carry loads it sets. Debian's headless chromium loads the page from the watcher,
+runs its JavaScript and dumps the DOM; the node names and their CPU values must be there. A
+screenshot is written to tests/artifacts/ for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.fixtures.ports import free_port, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+NODES = {"dash-node-0": (20.0, 30.0), "dash-node-1": (55.0, 45.0), "dash-node-2": (85.0, 70.0)}
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+
+
+@pytest.fixture(scope="module")
+def watcher_url(exporter, prometheus, tmp_path_factory):
+    for node, (cpu, memory) in NODES.items():
+        exporter.set(node, cpu=cpu, memory=memory)
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("watcher") / "watcher.log"
+    env = dict(os.environ, BALLAST_RATE_RANGE="5s", BALLAST_POLL_JITTER="0")
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ballast.cli", "watcher", "--prometheus-url", prometheus.url,
+             "--listen", f"127.0.0.1:{port}", "--poll-interval", "1", "--workers", "1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(
+            lambda: proc.poll() is None and all_nodes_near(url),
+            timeout=60,
+            what=f"the watcher to report {', '.join(NODES)} (log: {log_path})",
+        )
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def all_nodes_near(url: str) -> bool:
+    nodes = requests.get(f"{url}/api/v1/nodes", timeout=2).json()["nodes"]
+    for name, (cpu, _) in NODES.items():
+        latest = nodes.get(name, {}).get("metrics", {}).get("cpu", {}).get("latest")
+        if latest is None or abs(latest - cpu) > 2:
+            return False
+    return True
+
+
+def chromium(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["/usr/bin/chromium", *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_dashboard_shows_every_node_with_its_load(watcher_url, tmp_path):
+    # The virtual time budget lets the page's fetches and rendering finish before the dump.
+    result = chromium(
+        "--virtual-time-budget=5000", "--dump-dom", f"{watcher_url}/", tmp_path=tmp_path
+    )
+    dom = result.stdout
+    assert 'data-state="loaded"' in dom, f"page did not load its data: {result.stderr[-2000:]}"
+    for name, (cpu, memory) in NODES.items():
+        card = re.search(rf'data-node="{name}".*?(?=data-node=|$)', dom, re.S)
+        assert card, f"{name} missing from the dashboard"
+        shown = {
+            key: float(value)
+            for key, value in re.findall(r'data-value="(cpu|memory)">([\d.]+)%', card.group(0))
+        }
+        assert abs(shown["cpu"] - cpu) <= 2, (name, shown)
+        assert abs(shown["memory"] - memory) <= 2, (name, shown)
+        assert re.search(r'class="badge fresh"', card.group(0)), f"{name} not shown fresh"
+
+
+def test_dashboard_screenshot_is_written(watcher_url, tmp_path):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "dashboard.png"
+    shot.unlink(missing_ok=True)
+    result = chromium(
+        "--virtual-time-budget=5000",
+        "--window-size=1280,800",
+        f"--screenshot={shot}",
+        f"{watcher_url}/",
+        tmp_path=tmp_path,
+    )
+    assert shot.is_file(), result.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_ballast_top_prints_the_same_nodes(watcher_url):
+    result = subprocess.run(
+        [sys.executable, "-m", "ballast.cli", "top", "--watcher", watcher_url, "--sort", "cpu",
+         *NODES],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["dash-node-2", "dash-node-1", "dash-node-0"]
+    for row in rows:
+        cpu, memory = NODES[row[0]]
+        assert row[1] == "fresh"
+        assert abs(float(row[3]) - cpu) <= 2 and abs(float(row[8]) - memory) <= 2
+
+
+def test_ballast_top_fails_clearly_without_a_watcher():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ballast.cli",
+            "top",
+            "--watcher",
+            f"http://127.0.0.1:{free_port()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "cannot reach the watcher" in result.stderr
