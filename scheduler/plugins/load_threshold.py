@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins.loadview import usage
+from scheduler.plugins.loadview import parse_prediction, usage
 from scheduler.resources import predicted_cpu_m
 
 if TYPE_CHECKING:
@@ -31,16 +31,12 @@ class Args:
 
 def parse_args(f: Fields) -> Args:
     d = Args()
-    requests = f.section("defaultRequests")
-    cpu_m = requests.cpu("cpu", d.default_requests_cpu_m)
-    requests.finish()
+    cpu_m, multiplier = parse_prediction(f, d.default_requests_cpu_m, d.default_requests_multiplier)
     args = Args(
         cpu_threshold=f.number("cpuThreshold", d.cpu_threshold, 0, 100),
         memory_threshold=f.number("memoryThreshold", d.memory_threshold, 0, 100),
         default_requests_cpu_m=cpu_m,
-        default_requests_multiplier=f.number(
-            "defaultRequestsMultiplier", d.default_requests_multiplier, 0, 1000
-        ),
+        default_requests_multiplier=multiplier,
     )
     f.finish()
     return args

@@ -112,3 +112,14 @@ def trimaran_spec(f: Fields) -> str:
     if address and not address.startswith(("http://", "https://")):
         raise f.error("watcherAddress", f"expected an http(s) URL, got {address!r}")
     return address
+
+
+def parse_prediction(f: Fields, default_cpu_m: int, default_multiplier: float) -> tuple[int, float]:
+    """TargetLoadPacking's prediction args: defaultRequests.cpu (millicores) and
+    defaultRequestsMultiplier (upstream writes it as a string, "1.5")."""
+    requests = f.section("defaultRequests")
+    cpu_m = requests.cpu("cpu", default_cpu_m)
+    requests.raw("memory")  # part of upstream's ResourceList; the prediction reads cpu only
+    requests.finish()
+    multiplier = f.number("defaultRequestsMultiplier", default_multiplier, 0, 1000)
+    return cpu_m, multiplier

@@ -8,27 +8,13 @@ population standard deviation, as kube-scheduler computes it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.resource_weights import DEFAULT_RESOURCES, parse_resources
+from scheduler.plugins.resource_weights import Args, parse_args
 
-if TYPE_CHECKING:
-    from scheduler.config import Fields
+__all__ = ["NAME", "Args", "Plugin", "parse_args"]
 
 NAME = "NodeResourcesBalancedAllocation"
-
-
-@dataclass(frozen=True)
-class Args:
-    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
-
-
-def parse_args(f: Fields) -> Args:
-    args = Args(parse_resources(f))
-    f.finish()
-    return args
 
 
 def balance_score(fractions: list[float]) -> int:

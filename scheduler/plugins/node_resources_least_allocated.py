@@ -8,27 +8,12 @@ weight 1 each, by default), integer arithmetic as in kube-scheduler.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.resource_weights import DEFAULT_RESOURCES, parse_resources
+from scheduler.plugins.resource_weights import Args, parse_args
 
-if TYPE_CHECKING:
-    from scheduler.config import Fields
+__all__ = ["NAME", "Args", "Plugin", "parse_args"]
 
 NAME = "NodeResourcesLeastAllocated"
-
-
-@dataclass(frozen=True)
-class Args:
-    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
-
-
-def parse_args(f: Fields) -> Args:
-    args = Args(parse_resources(f))
-    f.finish()
-    return args
 
 
 def requested_with(pod: PodInfo, node: NodeInfo, resource: str) -> int:

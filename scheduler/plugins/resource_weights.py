@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY
@@ -25,3 +26,16 @@ def parse_resources(f: Fields) -> tuple[tuple[str, int], ...]:
         out.append((name, entry.integer("weight", 1, 1, 100)))
         entry.finish()
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Args:
+    """Args of NodeResourcesLeastAllocated and NodeResourcesBalancedAllocation."""
+
+    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+
+
+def parse_args(f: Fields) -> Args:
+    args = Args(parse_resources(f))
+    f.finish()
+    return args

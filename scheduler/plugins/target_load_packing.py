@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import trimaran_spec, usage
+from scheduler.plugins.loadview import parse_prediction, trimaran_spec, usage
 from scheduler.resources import go_round, predicted_cpu_m
 
 if TYPE_CHECKING:
@@ -34,16 +34,11 @@ class Args:
 
 def parse_args(f: Fields) -> Args:
     d = Args()
-    requests = f.section("defaultRequests")
-    cpu_m = requests.cpu("cpu", d.default_requests_cpu_m)
-    requests.raw("memory")  # part of upstream's ResourceList; TargetLoadPacking reads cpu only
-    requests.finish()
+    cpu_m, multiplier = parse_prediction(f, d.default_requests_cpu_m, d.default_requests_multiplier)
     args = Args(
         target_utilization=f.integer("targetUtilization", d.target_utilization, 1, 100),
         default_requests_cpu_m=cpu_m,
-        default_requests_multiplier=f.number(
-            "defaultRequestsMultiplier", d.default_requests_multiplier, 0, 1000
-        ),
+        default_requests_multiplier=multiplier,
         watcher_address=trimaran_spec(f),
     )
     f.finish()
