@@ -10,7 +10,8 @@ pop -> snapshot -> filter -> score -> pick -> assume -> bind (async) -> events
   cycle stopped so every node gets its turn.
 - score: the profile's score plugins, weighted and summed.
 - pick: the best total; ties broken at random so equal nodes share a burst.
-- assume: the pod counts on the node in the cache at once, so the next cycle sees it.
+- assume: the pod counts on the node in the cache at once (its requests, and its predicted
+  CPU on top of the node's measured load), so the next cycle sees it.
 - bind: handed to the binder's thread pool; the cycle goes on with the next pod.
 - events: `Scheduled` when the API accepted the binding, `FailedScheduling` otherwise.
 """
@@ -131,6 +132,8 @@ class Cycle:
             if not self.cache.assume(pod, chosen):
                 self.queue.requeue_backoff(pod)
                 return ERROR
+            # Counted now, not when the bind returns: the next pod of a burst must see it.
+            self.recent.record(pod.uid, chosen, self._predicted_cpu_m(pod), now)
         self.queue.done(pod.uid)
         self.binder.bind(pod, chosen)
         return SCHEDULED
@@ -181,12 +184,14 @@ class Cycle:
     def binding_done(self, pod: PodInfo, node: str, result: str, detail: str) -> None:
         self.telemetry.binds.labels(result).inc()
         if result == binding.BOUND:
+            # The window must contain the pod's usage after its start, i.e. after this moment.
             self.recent.record(pod.uid, node, self._predicted_cpu_m(pod))
             self.events.scheduled(pod, node)
             if pod.created:
                 self.telemetry.e2e.observe(max(0.0, time.time() - pod.created))
             return
         self.cache.forget(pod)
+        self.recent.forget(pod.uid)
         if result == binding.ALREADY_BOUND:
             log.info("%s was bound elsewhere already: %s", pod.key, detail)
             return  # the watch brings the real placement
