@@ -88,6 +88,9 @@ class NodeInfo:
     pods: dict[str, PodInfo] = field(default_factory=dict)  # by uid
     raw: dict[str, Any] = field(default_factory=dict)
     nonzero_requested: Resources = field(default_factory=dict)  # sum of pods' nonzero_requests
+    # sum over pods of max(limit, request) for cpu and memory: a pod without a limit is
+    # expected to stay near its request (LowRiskOverCommitment's node limit)
+    limits_or_requests: Resources = field(default_factory=dict)
 
     def add_pod(self, pod: PodInfo) -> None:
         """Count a bound or assumed pod on this node; adding a known uid replaces it."""
@@ -97,6 +100,7 @@ class NodeInfo:
         _add(self.requested, pod.requests, 1)
         _add(self.limits, pod.limits, 1)
         _add(self.nonzero_requested, pod.nonzero_requests, 1)
+        _add(self.limits_or_requests, _limits_or_requests(pod), 1)
 
     def remove_pod(self, pod: PodInfo) -> bool:
         """Forget a pod by uid (the stored copy is subtracted); False when it was not here."""
@@ -106,7 +110,16 @@ class NodeInfo:
         _add(self.requested, known.requests, -1)
         _add(self.limits, known.limits, -1)
         _add(self.nonzero_requested, known.nonzero_requests, -1)
+        _add(self.limits_or_requests, _limits_or_requests(known), -1)
         return True
+
+
+def _limits_or_requests(pod: PodInfo) -> Resources:
+    return {
+        r: max(pod.limits.get(r, 0), pod.requests.get(r, 0))
+        for r in (CPU, MEMORY)
+        if r in pod.limits or r in pod.requests
+    }
 
 
 def _add(total: Resources, part: Resources, sign: int) -> None:

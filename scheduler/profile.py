@@ -25,6 +25,8 @@ from scheduler.framework import (
     Snapshot,
 )
 
+_ACTIVE_FILTERS = "profile.filters"
+
 
 class Profile:
     def __init__(
@@ -36,6 +38,16 @@ class Profile:
         self.scheduler_name = scheduler_name
         self.filters = filters
         self.scores = scores
+        # Protocol isinstance checks are slow; settle each plugin's extension points once.
+        self._pre_filter = [isinstance(p, PreFilterPlugin) for p in filters]
+        self._score_kinds = [
+            (
+                isinstance(p, PreScorePlugin),
+                isinstance(p, BatchScorePlugin),
+                isinstance(p, NormalizeScorePlugin),
+            )
+            for p, _ in scores
+        ]
 
     @classmethod
     def from_config(cls, cfg: ProfileConfig) -> Profile:
@@ -59,11 +71,13 @@ class Profile:
         """(feasible nodes, {rejected node: its reasons}); a node stops at its first failing
         plugin, as in kube-scheduler."""
         state = CycleState() if state is None else state
-        active = [
-            p
-            for p in self.filters
-            if not isinstance(p, PreFilterPlugin) or p.pre_filter(state, pod, snap)
-        ]
+        active = state.get(_ACTIVE_FILTERS)
+        if active is None:  # the cycle may filter in chunks: prepare the pod once
+            active = state[_ACTIVE_FILTERS] = [
+                p
+                for p, pre in zip(self.filters, self._pre_filter, strict=True)
+                if not pre or p.pre_filter(state, pod, snap)
+            ]
         feasible: list[NodeInfo] = []
         reasons: dict[str, list[str]] = {}
         for node in nodes:
@@ -88,14 +102,15 @@ class Profile:
         state = CycleState() if state is None else state
         names = [n.name for n in nodes]
         totals = np.zeros(len(nodes), dtype=np.int64)
-        for plugin, weight in self.scores:
-            if isinstance(plugin, PreScorePlugin) and not plugin.pre_score(state, pod, nodes, snap):
+        for (plugin, weight), kinds in zip(self.scores, self._score_kinds, strict=True):
+            pre, batch, normalize = kinds
+            if pre and not plugin.pre_score(state, pod, nodes, snap):
                 continue
-            if isinstance(plugin, BatchScorePlugin):
+            if batch:
                 values = plugin.score_all(state, pod, nodes, snap)
             else:
                 values = [plugin.score(state, pod, node, snap) for node in nodes]
-            if isinstance(plugin, NormalizeScorePlugin):
+            if normalize:
                 by_node = dict(zip(names, values, strict=True))
                 plugin.normalize(state, pod, by_node)
                 values = [by_node[n] for n in names]

@@ -140,8 +140,8 @@ class Plugin:
         risks = []
         for resource in _RESOURCES:
             capacity = node.allocatable.get(resource, 0)
-            request_without = sum(_pod_amounts(p, resource)[0] for p in node.pods.values())
-            limit_without = sum(_pod_amounts(p, resource)[1] for p in node.pods.values())
+            request_without = node.requested.get(resource, 0)
+            limit_without = node.limits_or_requests.get(resource, 0)
             pod_request, pod_limit = amounts[resource]
             u = usage(state, node, snap, resource)
             risks.append(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.plugins.loadview import parse_prediction, trimaran_spec, usage
 from scheduler.resources import go_round, predicted_cpu_m
@@ -61,6 +63,30 @@ def tlp_score(
     return go_round((100 - t) * predicted / t + t)
 
 
+def go_round_array(x: np.ndarray) -> np.ndarray:
+    """Go's math.Round over an array (numpy's round() goes to even)."""
+    whole = np.trunc(x)
+    return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
+
+
+def tlp_scores(
+    used_percent: np.ndarray,
+    capacity_m: np.ndarray,
+    pod_m: float,
+    recent_m: np.ndarray,
+    target: int,
+) -> np.ndarray:
+    """tlp_score over arrays of nodes, with the same float steps (so the same results)."""
+    used_m = (used_percent / 100) * capacity_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        predicted = np.where(capacity_m != 0, 100 * (used_m + pod_m + recent_m) / capacity_m, 0.0)
+    t = float(target)
+    over = go_round_array(t * (100 - predicted) / (100 - t)) if t != 100 else predicted * 0
+    under = go_round_array((100 - t) * predicted / t + t)
+    scores = np.where(predicted > t, np.where(predicted > 100, 0, over), under)
+    return scores.astype(np.int64)
+
+
 class Plugin:
     name = NAME
 
@@ -84,3 +110,25 @@ class Plugin:
         recent_m = snap.recent_cpu_m.get(node.name, 0) * u.weight
         capacity_m = float(node.capacity.get(CPU, 0))
         return tlp_score(u.avg, capacity_m, float(pod_m), recent_m, self.args.target_utilization)
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        if _KEY not in state:
+            self.pre_score(state, pod, nodes, snap)
+        recent = snap.recent_cpu_m
+        used, weight, capacity, recent_m = [], [], [], []
+        for node in nodes:
+            u = usage(state, node, snap, CPU)
+            used.append(u.avg)
+            weight.append(u.weight)
+            capacity.append(node.capacity.get(CPU, 0))
+            recent_m.append(recent.get(node.name, 0))
+        scores = tlp_scores(
+            np.asarray(used, dtype=np.float64),
+            np.asarray(capacity, dtype=np.float64),
+            float(state[_KEY]),
+            np.asarray(recent_m, dtype=np.float64) * np.asarray(weight, dtype=np.float64),
+            self.args.target_utilization,
+        )
+        return scores.tolist()

@@ -135,3 +135,14 @@ def test_balanced_allocation():
     assert plugin.pre_score(CycleState(), pod, [node], snap)
     assert plugin.score(CycleState(), pod, node, snap) == 95
     assert not plugin.pre_score(CycleState(), make_pod(), [node], snap)
+
+
+def test_filtering_in_chunks_prepares_the_pod_once():
+    profile = default_profile()["ballast"]
+    nodes = [make_node(f"n{i}", labels={"zone": "a" if i % 2 else "b"}) for i in range(6)]
+    pod = make_pod(nodeSelector={"zone": "a"})
+    state, snap = CycleState(), snapshot(nodes)
+    first, why1 = profile.filter(pod, nodes[:3], snap, state)
+    second, why2 = profile.filter(pod, nodes[3:], snap, state)
+    assert [n.name for n in first + second] == ["n1", "n3", "n5"]
+    assert sorted({**why1, **why2}) == ["n0", "n2", "n4"]

@@ -81,3 +81,27 @@ def test_stale_metrics_blend_toward_allocation():
 def test_target_is_an_argument():
     assert tlp_score(50, 1000, 0, 0, 60) == go_round(40 * 50 / 60 + 60)
     assert tlp_score(80, 1000, 0, 0, 60) == go_round(60 * 20 / 40)
+
+
+def test_vectorised_scores_equal_node_by_node():
+    import random
+
+    rng = random.Random(7)
+    nodes, loads, recent = [], {}, {}
+    for i in range(300):
+        node = make_node(f"n{i}", cpu=f"{rng.choice([0, 500, 1000, 2000, 3333])}m")
+        nodes.append(node)
+        # multiples of 2.5 % land exactly on .5 scores, where Go's rounding matters
+        if i % 5:
+            state = rng.choice(["fresh", "fresh", "stale", "expired"])
+            loads[node.name] = {"cpu": stats(avg=rng.randrange(0, 50) * 2.5, state=state, age=90)}
+        if i % 3 == 0:
+            recent[node.name] = rng.choice([0, 100, 250, 999])
+        if i % 4 == 0:
+            node.add_pod(make_pod(f"b{i}", [container(cpu=f"{rng.randrange(0, 900)}m")]))
+    snap = snapshot(nodes, loads, recent)
+    for target in (1, 40, 55, 100):
+        plugin = Plugin(Args(target_utilization=target))
+        pod = make_pod(containers=[container(cpu="150m")])
+        one_by_one = [plugin.score(CycleState(), pod, n, snap) for n in nodes]
+        assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one

@@ -103,6 +103,7 @@ def test_add_and_remove_pods_keep_sums():
     assert node.requested == {"cpu": 400, "memory": MI}
     assert node.limits == {"cpu": 200}
     assert node.nonzero_requested == {"cpu": 400, "memory": MI + 200 * MI}
+    assert node.limits_or_requests == {"cpu": 500, "memory": MI}  # max(limit, request) per pod
     assert node.remove_pod(a) and not node.remove_pod(a)
     assert node.requested == {"cpu": 300} and node.limits == {}
     assert list(node.pods) == ["uid-b"]
