@@ -6,7 +6,8 @@ filter plugin on every candidate node, then every score plugin on the nodes that
 plugin normalise its scores across nodes, and weights and sums them.
 
 Plugins never do I/O: everything they need is in the Snapshot, which is built without waiting on
-the network.
+the network. scheduler/profile.py runs a profile's plugins through these protocols; the plugins
+live in scheduler/plugins/, one file each.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class CycleState(dict):
         counts[reason] = counts.get(reason, 0) + 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Status:
     """A filter's verdict: `reason` is the short kube-scheduler style text of a rejection.
 
@@ -174,7 +175,7 @@ class Status:
 
     def __post_init__(self) -> None:
         if not self.reasons and self.reason:
-            self.reasons = (self.reason,)
+            object.__setattr__(self, "reasons", (self.reason,))
 
     @classmethod
     def success(cls) -> Status:
