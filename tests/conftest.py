@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.redis",
     "tests.fixtures.prometheus",
     "tests.fixtures.kube",
+    "tests.fixtures.watcher",
 ]

@@ -10,6 +10,7 @@ import ipaddress
 import logging
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,16 @@ def is_ip(text: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Directory:
+    """The cluster's node names and address -> name map; `names` None while unknown."""
+
+    names: frozenset[str] | None = None
+    addresses: dict[str, str] = field(default_factory=dict)
+
+
 class KubeNodes:
-    """The cluster's node names and address -> name map, refreshed at most every `refresh` s.
+    """A Directory from the Node objects, refreshed at most every `refresh` seconds.
 
     A failed refresh keeps the previous view; before the first success nothing is known, and
     then names pass unchecked rather than every sample being rejected.
@@ -49,34 +58,35 @@ class KubeNodes:
         self.core = client.CoreV1Api(api_client)
         self.refresh = refresh
         self.timeout = timeout
-        self.names: frozenset[str] | None = None
-        self.addresses: dict[str, str] = {}
-        self._fetched = 0.0
+        self.directory = Directory()
+        self._fetched: float | None = None
         self._lock = threading.Lock()
 
     def update(self) -> None:
         with self._lock:
-            if self.names is not None and time.monotonic() - self._fetched < self.refresh:
+            if self._fetched is not None and time.monotonic() - self._fetched < self.refresh:
                 return
+            self._fetched = time.monotonic()
             try:
                 nodes = self.core.list_node(_request_timeout=self.timeout).items
             except Exception as exc:  # keep the previous view; the poll goes on
                 log.warning("listing nodes for name mapping failed: %s", exc)
-                self._fetched = time.monotonic()
                 return
-            self.names = frozenset(n.metadata.name for n in nodes)
-            self.addresses = {
-                a.address: n.metadata.name
-                for n in nodes
-                for a in (n.status.addresses or [])
-                if n.status is not None
-            }
-            self._fetched = time.monotonic()
+            self.directory = Directory(
+                names=frozenset(n.metadata.name for n in nodes),
+                addresses={
+                    a.address: n.metadata.name
+                    for n in nodes
+                    if n.status is not None
+                    for a in (n.status.addresses or [])
+                },
+            )
 
 
 class NodeNamer:
-    def __init__(self, kube: KubeNodes | None = None) -> None:
+    def __init__(self, kube: KubeNodes | None = None, directory: Directory | None = None) -> None:
         self.kube = kube
+        self.static = directory or Directory()
 
     def refresh(self) -> None:
         if self.kube is not None:
@@ -85,9 +95,9 @@ class NodeNamer:
     def name(self, raw: str) -> str | None:
         """The Kubernetes node name for a raw label value, or None for an unknown node."""
         host = strip_port(raw)
-        kube = self.kube
-        if kube is None or kube.names is None:
+        directory = self.kube.directory if self.kube is not None else self.static
+        if directory.names is None:
             return host
-        if host in kube.names:
+        if host in directory.names:
             return host
-        return kube.addresses.get(host)
+        return directory.addresses.get(host)

@@ -1,0 +1,71 @@
+"""The watcher reports the load the synthetic exporter was told to produce, for 120 nodes."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from tests.fixtures.ports import wait_for
+
+rng = random.Random(7)
+TRUTH = {f"acc-{i:03d}": (rng.uniform(2, 95), rng.uniform(5, 90)) for i in range(120)}
+TOLERANCE = 2.0
+
+
+@pytest.fixture(scope="module")
+def loaded(exporter, prometheus):
+    for node, (cpu, memory) in TRUTH.items():
+        exporter.set(node, cpu=cpu, memory=memory)
+    prometheus.wait_for_series('node_memory_MemTotal_bytes{instance=~"acc-.*"}', len(TRUTH))
+    return TRUTH
+
+
+def misreported(nodes: dict) -> list[str]:
+    """Nodes whose window statistics are off the truth by more than TOLERANCE points."""
+    bad = []
+    for node, (cpu, memory) in TRUTH.items():
+        doc = nodes.get(node)
+        if doc is None:
+            bad.append(f"{node}: missing")
+            continue
+        for key, want in (("cpu", cpu), ("memory", memory)):
+            m = doc["metrics"].get(key)
+            if m is None:
+                bad.append(f"{node}.{key}: missing")
+                continue
+            for stat in ("avg", "latest", "min", "max", "p95"):
+                if abs(m[stat] - want) > TOLERANCE:
+                    bad.append(f"{node}.{key}.{stat}={m[stat]:.2f}, truth {want:.2f}")
+    return bad
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_window_statistics_match_the_truth(store, loaded, prometheus, redis_server, make_watcher):
+    redis_url = redis_server.url if store == "redis" else None
+    # A short window so that values from before a full rate() range (skewed by Prometheus's
+    # extrapolation on young series) leave it quickly.
+    watcher = make_watcher(
+        prometheus.url, redis_url, window=6.0, key_prefix=f"acc-{uuid.uuid4().hex[:8]}:"
+    )
+    last: list[list[str]] = [[]]
+
+    def accurate() -> bool:
+        last[0] = misreported(watcher.json("/api/v1/nodes")["nodes"])
+        return not last[0]
+
+    try:
+        wait_for(accurate, timeout=45, what="120 nodes within 2 points of the truth")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; e.g. {last[0][:5]} ({len(last[0])} off)") from None
+
+    nodes = watcher.json("/api/v1/nodes")["nodes"]
+    assert all(nodes[n]["state"] == "fresh" for n in TRUTH)
+    assert all(nodes[n]["metrics"]["cpu"]["count"] >= 2 for n in TRUTH)
+    # The load-watcher envelope carries the same numbers.
+    envelope = watcher.json("/watcher")["data"]["NodeMetricsMap"]
+    for node, (cpu, memory) in TRUTH.items():
+        by = {(m["type"], m["operator"]): m["value"] for m in envelope[node]["metrics"]}
+        assert abs(by[("CPU", "AVG")] - cpu) <= TOLERANCE
+        assert abs(by[("Memory", "Latest")] - memory) <= TOLERANCE
