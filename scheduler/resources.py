@@ -12,6 +12,8 @@ import math
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from scheduler.framework import CPU, MEMORY, PODS, NodeInfo, PodInfo, Resources
 from shared.quantities import bytes_value, cpu_millis
 
@@ -32,6 +34,12 @@ def go_round(x: float) -> int:
     if abs(x - whole) >= 0.5:
         whole += 1 if x > 0 else -1
     return int(whole)
+
+
+def go_round_array(x: np.ndarray) -> np.ndarray:
+    """Go's math.Round over an array (numpy's round() goes to even)."""
+    whole = np.trunc(x)
+    return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
 
 
 def parse_resources(values: dict[str, Any] | None) -> Resources:

@@ -15,9 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.plugins.loadview import UNSERVED, trimaran_spec, usage
-from scheduler.resources import go_round
+from scheduler.resources import go_round_array
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -47,32 +49,38 @@ def parse_args(f: Fields) -> Args:
     return args
 
 
-def mu_sigma(
-    used_avg: float, used_std: float, request: float, capacity: float
-) -> tuple[float, float]:
-    """Trimaran's GetMuSigma: load and deviation as fractions of capacity, clamped to 0..1."""
-    if capacity <= 0:
-        return 0.0, 0.0
-    mu = min(max((used_avg + request) / capacity, 0.0), 1.0)
-    sigma = min(max(used_std / capacity, 0.0), 1.0)
-    return mu, sigma
+def resource_scores(
+    used_avg: np.ndarray,
+    used_std: np.ndarray,
+    request: float,
+    capacity: np.ndarray,
+    margin: float,
+    sens: float,
+) -> np.ndarray:
+    """Unrounded 0..100 scores of one resource over nodes, upstream's computeScore (inputs
+    clamped first, then GetMuSigma, then the sensitivity root and the margin)."""
+    valid = capacity > 0
+    cap = np.where(valid, capacity, 1.0)
+    request = max(request, 0.0)
+    used_avg = np.maximum(np.minimum(used_avg, cap), 0.0)
+    used_std = np.maximum(np.minimum(used_std, cap), 0.0)
+    mu = np.maximum(np.minimum((used_avg + request) / cap, 1.0), 0.0)
+    sigma = np.maximum(np.minimum(used_std / cap, 1.0), 0.0)
+    if sens >= 0:
+        # Go: 1/0 is +Inf and x**+Inf is 0 for 0 <= x < 1, 1 for x == 1
+        sigma = sigma ** (1 / sens if sens else math.inf)
+    sigma = np.maximum(np.minimum(sigma * margin, 1.0), 0.0)
+    return np.where(valid, (1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE, 0.0)
 
 
 def resource_score(
     used_avg: float, used_std: float, request: float, capacity: float, margin: float, sens: float
 ) -> float:
-    """Unrounded 0..100 score of one resource, upstream's computeScore."""
-    if capacity <= 0:
-        return 0.0
-    request = max(request, 0.0)
-    used_avg = max(min(used_avg, capacity), 0.0)
-    used_std = max(min(used_std, capacity), 0.0)
-    mu, sigma = mu_sigma(used_avg, used_std, request, capacity)
-    if sens >= 0:
-        # Go: 1/0 is +Inf and x**+Inf is 0 for 0 <= x < 1, 1 for x == 1
-        sigma = sigma ** (1 / sens if sens else math.inf)
-    sigma = max(min(sigma * margin, 1.0), 0.0)
-    return (1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE
+    """resource_scores for one node."""
+    one = resource_scores(
+        np.array([used_avg]), np.array([used_std]), request, np.array([capacity]), margin, sens
+    )
+    return float(one[0])
 
 
 class Plugin:
@@ -81,18 +89,24 @@ class Plugin:
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()
 
-    def _score_of(
-        self, state: CycleState, node: NodeInfo, snap: Snapshot, resource: str, request: float
-    ) -> tuple[float, bool]:
-        u = usage(state, node, snap, resource)
-        capacity = float(node.allocatable.get(resource, 0))
+    def _scores(
+        self,
+        state: CycleState,
+        nodes: list[NodeInfo],
+        snap: Snapshot,
+        resource: str,
+        request: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, served) of one resource over the nodes."""
+        used = [usage(state, node, snap, resource) for node in nodes]
+        capacity = np.array([node.allocatable.get(resource, 0) for node in nodes], dtype=float)
         if resource == MEMORY:
             capacity *= MEGA_FACTOR
             request *= MEGA_FACTOR
-        used_avg = u.avg * capacity / 100
-        used_std = u.std * capacity / 100
+        used_avg = np.array([u.avg for u in used]) * capacity / 100
+        used_std = np.array([u.std for u in used]) * capacity / 100
         a = self.args
-        value = resource_score(
+        scores = resource_scores(
             used_avg,
             used_std,
             request,
@@ -100,12 +114,20 @@ class Plugin:
             a.safe_variance_margin,
             a.safe_variance_sensitivity,
         )
-        return value, u.reason != UNSERVED
+        return scores, np.array([u.reason != UNSERVED for u in used], dtype=bool)
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
-        cpu = self._score_of(state, node, snap, CPU, float(pod.requests.get(CPU, 0)))
-        memory = self._score_of(state, node, snap, MEMORY, float(pod.requests.get(MEMORY, 0)))
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        if not nodes:
+            return []
+        cpu, cpu_ok = self._scores(state, nodes, snap, CPU, float(pod.requests.get(CPU, 0)))
+        mem, mem_ok = self._scores(state, nodes, snap, MEMORY, float(pod.requests.get(MEMORY, 0)))
         # upstream scores from the resources that have data; allocation stands in for both
         # only when neither has any
-        known = [value for value, served in (cpu, memory) if served] or [cpu[0], memory[0]]
-        return go_round(min(known))
+        both = np.minimum(cpu, mem)
+        total = np.where(cpu_ok & ~mem_ok, cpu, np.where(mem_ok & ~cpu_ok, mem, both))
+        return go_round_array(total).astype(np.int64).tolist()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        return self.score_all(state, pod, [node], snap)[0]

@@ -17,7 +17,7 @@ import numpy as np
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.plugins.loadview import parse_prediction, trimaran_spec, usage
-from scheduler.resources import go_round, predicted_cpu_m
+from scheduler.resources import go_round, go_round_array, predicted_cpu_m
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -61,12 +61,6 @@ def tlp_score(
             return 0
         return go_round(t * (100 - predicted) / (100 - t))
     return go_round((100 - t) * predicted / t + t)
-
-
-def go_round_array(x: np.ndarray) -> np.ndarray:
-    """Go's math.Round over an array (numpy's round() goes to even)."""
-    whole = np.trunc(x)
-    return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
 
 
 def tlp_scores(

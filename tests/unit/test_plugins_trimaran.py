@@ -102,3 +102,30 @@ def test_lroc_load_risk_grows_with_variance():
     # total limits under capacity condition the probability: the load can never exceed them
     capped = lroc.resource_risk(50, 20, 1000, 700, 800, 600, 800, weight=0.0, window=5)
     assert capped < high
+
+
+def test_lvrb_batch_equals_node_by_node():
+    import random
+
+    rng = random.Random(3)
+    nodes, loads = [], {}
+    for i in range(200):
+        node = make_node(f"n{i}", cpu=rng.choice(["0", "500m", "2"]), memory="1Gi")
+        node.add_pod(
+            make_pod(f"b{i}", [container(cpu="100m", memory=f"{rng.randrange(1, 900)}Mi")])
+        )
+        nodes.append(node)
+        metrics = {}
+        if i % 3:
+            metrics["cpu"] = stats(avg=rng.uniform(-5, 120), std=rng.uniform(-5, 60))
+        if i % 4:
+            metrics["memory"] = stats(avg=rng.uniform(0, 100), std=rng.uniform(0, 30))
+        if metrics:
+            loads[node.name] = metrics
+    snap = snapshot(nodes, loads)
+    pod = make_pod(containers=[container(cpu="250m", memory="128Mi")])
+    for args in (lvrb.Args(), lvrb.Args(2, 0.5), lvrb.Args(1, 0)):
+        plugin = lvrb.Plugin(args)
+        one_by_one = [plugin.score(CycleState(), pod, n, snap) for n in nodes]
+        assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one
+        assert all(0 <= s <= 100 for s in one_by_one)
