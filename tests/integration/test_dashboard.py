@@ -8,7 +8,6 @@ screenshot is written to tests/artifacts/ for people to look at.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 import requests
 
 from tests.fixtures.ports import free_port, wait_for
+from tests.fixtures.watcher import WatcherProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -39,30 +39,16 @@ CHROMIUM_FLAGS = [
 def watcher_url(exporter, prometheus, tmp_path_factory):
     for node, (cpu, memory) in NODES.items():
         exporter.set(node, cpu=cpu, memory=memory)
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("watcher") / "watcher.log"
-    env = dict(os.environ, BALLAST_RATE_RANGE="5s", BALLAST_POLL_JITTER="0")
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ballast.cli", "watcher", "--prometheus-url", prometheus.url,
-             "--listen", f"127.0.0.1:{port}", "--poll-interval", "1", "--workers", "1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    watcher = WatcherProcess(tmp_path_factory.mktemp("watcher"), prometheus.url).start()
     try:
         wait_for(
-            lambda: proc.poll() is None and all_nodes_near(url),
+            lambda: all_nodes_near(watcher.url),
             timeout=60,
-            what=f"the watcher to report {', '.join(NODES)} (log: {log_path})",
+            what=f"the watcher to report {', '.join(NODES)} (log: {watcher.log_path})",
         )
-        yield url
+        yield watcher.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        watcher.stop()
 
 
 def all_nodes_near(url: str) -> bool:
