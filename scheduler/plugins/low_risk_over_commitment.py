@@ -18,11 +18,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 from scipy.special import betainc
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.plugins.loadview import trimaran_spec, usage
-from scheduler.resources import go_round
+from scheduler.resources import go_round_array
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -52,74 +53,80 @@ def parse_args(f: Fields) -> Args:
     return args
 
 
-def beta_probability(mu: float, sigma: float, threshold: float) -> tuple[float, tuple | None]:
-    """P(X <= threshold) for X ~ Beta matched to (mu, sigma); also the (alpha, beta) fitted,
-    None for the degenerate cases that need no distribution."""
-    if mu == 0 or (sigma == 0 and mu <= threshold):
-        return 1.0, None
-    if sigma == 0 and mu > threshold:
-        return 0.0, None
+def cdf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The regularised incomplete beta function I_x(a, b); 0 where it is not a probability
+    (upstream's DistributionFunction)."""
+    ok = (a > 0) & (b > 0) & (x >= 0) & (x <= 1)
+    with np.errstate(all="ignore"):
+        p = betainc(np.where(ok, a, 1.0), np.where(ok, b, 1.0), np.where(ok, x, 0.5))
+    p = np.where((x == 0) | (x == 1), x, p)
+    return np.where(ok & (p >= 0) & (p <= 1), p, 0.0)  # NaN fails both comparisons
+
+
+def beta_probability(
+    mu: np.ndarray, sigma: np.ndarray, threshold: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(P(X <= threshold), fitted, alpha, beta) for X ~ Beta matched by moments to (mu, sigma);
+    `fitted` is False where a degenerate case settled P without a distribution."""
+    certain = (mu == 0) | ((sigma == 0) & (mu <= threshold))
+    never = (sigma == 0) & (mu > threshold) & ~certain
     # moment matching in upstream's float steps: variance = E[X^2] - E[X]^2
-    second = sigma * sigma + mu * mu
-    variance = second - mu * mu
-    if mu < 0 or mu > 1 or variance < 0 or variance >= mu * (1 - mu):
-        return 0.0, None
-    k = mu * (1 - mu) / variance - 1 if variance > 0 else math.inf
-    k = max(k, 5e-324)  # Go's math.SmallestNonzeroFloat64
-    shape = (mu * k, (1 - mu) * k)
-    if not (shape[0] > 0 and shape[1] > 0):
-        return 0.0, None
-    return cdf(shape, threshold), shape
+    variance = (sigma * sigma + mu * mu) - mu * mu
+    with np.errstate(all="ignore"):
+        k = np.where(variance > 0, mu * (1 - mu) / variance - 1, np.inf)
+        k = np.maximum(k, 5e-324)  # Go's math.SmallestNonzeroFloat64
+        alpha, beta = mu * k, (1 - mu) * k
+    matched = (mu >= 0) & (mu <= 1) & (variance >= 0) & (variance < mu * (1 - mu))
+    fitted = ~certain & ~never & matched & (alpha > 0) & (beta > 0)
+    p = np.where(certain, 1.0, np.where(fitted, cdf(alpha, beta, threshold), 0.0))
+    return p, fitted, alpha, beta
 
 
-def cdf(shape: tuple[float, float], x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b); 0 where it is not a probability."""
-    a, b = shape
-    if a <= 0 or b <= 0 or x < 0 or x > 1:
-        return 0.0
-    if x == 0 or x == 1:
-        return float(x)
-    p = float(betainc(a, b, x))
-    return 0.0 if math.isnan(p) or p < 0 or p > 1 else p
-
-
-def resource_risk(
-    avg_pct: float,
-    std_pct: float,
-    capacity: int,
-    request: int,
-    limit: int,
-    request_without: int,
-    limit_without: int,
+def resource_risks(
+    avg_pct: np.ndarray,
+    std_pct: np.ndarray,
+    capacity: np.ndarray,
+    request: np.ndarray,
+    limit: np.ndarray,
+    request_without: np.ndarray,
+    limit_without: np.ndarray,
     weight: float,
     window: int,
-) -> float:
-    """The combined 0..1 risk of one resource, upstream's computeRisk."""
-    limit_risk = 0.0
-    if limit > capacity:
-        limit_risk = (limit - capacity) / (limit - request)
-    load_risk = 0.0
-    if capacity > 0:
-        cap = float(capacity)
-        used_avg = avg_pct * cap / 100
-        used_std = std_pct * cap / 100
-        mu = min(max(used_avg / cap, 0.0), 1.0)
-        sigma = min(max(used_std / cap, 0.0), 1.0)
-        sigma *= math.pow(float(window), 0.5)
-        max_variance = mu * (1 - mu) if 0 < mu < 1 else 0.0
-        sigma = min(sigma, math.sqrt(max_variance * MAX_VARIANCE_ALLOWANCE))
-        threshold = min(max(request_without / cap, 0.0), 1.0)
-        prob, shape = beta_probability(mu, sigma, threshold)
-        if limit_without < capacity and request_without <= limit_without:
-            limit_threshold = limit_without / cap
-            if limit_threshold == 0:
-                prob = 1.0
-            elif shape is not None:
-                limit_prob = cdf(shape, limit_threshold)
-                if limit_prob > 0:
-                    prob = min(max(prob / limit_prob, 0.0), 1.0)
-        load_risk = 1 - prob
-    return min(max(weight * limit_risk + (1 - weight) * load_risk, 0.0), 1.0)
+) -> np.ndarray:
+    """The combined 0..1 risk of one resource over nodes, upstream's computeRisk. Amounts are
+    integer arrays (millicores or bytes); requests already capped at capacity."""
+    over = limit > capacity
+    with np.errstate(all="ignore"):
+        limit_risk = np.where(over, (limit - capacity) / np.where(over, limit - request, 1), 0.0)
+    valid = capacity > 0
+    cap = np.where(valid, capacity, 1).astype(np.float64)
+    used_avg = avg_pct * cap / 100
+    used_std = std_pct * cap / 100
+    mu = np.minimum(np.maximum(used_avg / cap, 0.0), 1.0)
+    sigma = np.minimum(np.maximum(used_std / cap, 0.0), 1.0)
+    sigma = sigma * math.pow(float(window), 0.5)
+    max_variance = np.where((mu > 0) & (mu < 1), mu * (1 - mu), 0.0)
+    sigma = np.minimum(sigma, np.sqrt(max_variance * MAX_VARIANCE_ALLOWANCE))
+    threshold = np.minimum(np.maximum(request_without / cap, 0.0), 1.0)
+    prob, fitted, alpha, beta = beta_probability(mu, sigma, threshold)
+    # the load cannot pass the node's total limits when those are under capacity
+    conditioned = (limit_without < capacity) & (request_without <= limit_without)
+    limit_threshold = limit_without / cap
+    limit_prob = cdf(alpha, beta, limit_threshold)
+    rescale = conditioned & (limit_threshold != 0) & fitted & (limit_prob > 0)
+    with np.errstate(all="ignore"):
+        scaled = np.minimum(np.maximum(prob / np.where(rescale, limit_prob, 1.0), 0.0), 1.0)
+    prob = np.where(rescale, scaled, prob)
+    prob = np.where(conditioned & (limit_threshold == 0), 1.0, prob)
+    load_risk = np.where(valid, 1 - prob, 0.0)
+    return np.minimum(np.maximum(weight * limit_risk + (1 - weight) * load_risk, 0.0), 1.0)
+
+
+def resource_risk(*amounts: float, weight: float, window: int) -> float:
+    """resource_risks for one node: (avg %, std %, capacity, request, limit, request without
+    the pod, limit without the pod)."""
+    arrays = [np.array([v]) for v in amounts]
+    return float(resource_risks(*arrays, weight=weight, window=window)[0])
 
 
 def _pod_amounts(pod: PodInfo, resource: str) -> tuple[int, int]:
@@ -133,28 +140,34 @@ class Plugin:
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
         amounts = {r: _pod_amounts(pod, r) for r in _RESOURCES}
-        if not any(req or lim for req, lim in amounts.values()):
-            return 0  # best-effort pods are not this plugin's concern
-        risks = []
+        if not nodes or not any(req or lim for req, lim in amounts.values()):
+            return [0] * len(nodes)  # best-effort pods are not this plugin's concern
+        risk = np.zeros(len(nodes))
         for resource in _RESOURCES:
-            capacity = node.allocatable.get(resource, 0)
-            request_without = node.requested.get(resource, 0)
-            limit_without = node.limits_or_requests.get(resource, 0)
-            pod_request, pod_limit = amounts[resource]
-            u = usage(state, node, snap, resource)
-            risks.append(
-                resource_risk(
-                    u.avg,
-                    u.std,
-                    capacity,
-                    min(request_without + pod_request, capacity),
-                    limit_without + pod_limit,
-                    min(request_without, capacity),
-                    limit_without,
-                    self.args.risk_limit_weights[resource],
-                    self.args.smoothing_window_size,
-                )
+            used = [usage(state, node, snap, resource) for node in nodes]
+            capacity = np.array([n.allocatable.get(resource, 0) for n in nodes], dtype=np.int64)
+            request_without = np.array([n.requested.get(resource, 0) for n in nodes], np.int64)
+            limit_without = np.array(
+                [n.limits_or_requests.get(resource, 0) for n in nodes], dtype=np.int64
             )
-        return go_round((1 - max(risks)) * MAX_NODE_SCORE)
+            pod_request, pod_limit = amounts[resource]
+            risks = resource_risks(
+                np.array([u.avg for u in used]),
+                np.array([u.std for u in used]),
+                capacity,
+                np.minimum(request_without + pod_request, capacity),
+                limit_without + pod_limit,
+                np.minimum(request_without, capacity),
+                limit_without,
+                weight=self.args.risk_limit_weights[resource],
+                window=self.args.smoothing_window_size,
+            )
+            risk = np.maximum(risk, risks)
+        return go_round_array((1 - risk) * MAX_NODE_SCORE).astype(np.int64).tolist()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        return self.score_all(state, pod, [node], snap)[0]

@@ -72,12 +72,17 @@ def test_lroc_reference_risks():
 
 
 def test_lroc_beta_probability_matches_moments():
-    p, shape = lroc.beta_probability(0.5, 0.1, 0.5)
-    assert shape is not None and shape[0] == pytest.approx(shape[1])
-    assert p == pytest.approx(0.5)
-    assert lroc.beta_probability(0.0, 0.3, 0.1) == (1.0, None)
-    assert lroc.beta_probability(0.6, 0.0, 0.5) == (0.0, None)
-    assert lroc.beta_probability(0.4, 0.0, 0.5) == (1.0, None)
+    import numpy as np
+
+    mu = np.array([0.5, 0.0, 0.6, 0.4, 0.3])
+    sigma = np.array([0.1, 0.3, 0.0, 0.0, 0.2])
+    threshold = np.array([0.5, 0.1, 0.5, 0.5, 0.5])
+    p, fitted, alpha, beta = lroc.beta_probability(mu, sigma, threshold)
+    assert fitted.tolist() == [True, False, False, False, True]
+    assert alpha[0] == pytest.approx(beta[0]) and p[0] == pytest.approx(0.5)
+    # mean 0.3, variance 0.04: alpha = 0.3 * 4.25, beta = 0.7 * 4.25
+    assert (alpha[4], beta[4]) == (pytest.approx(1.275), pytest.approx(2.975))
+    assert p[1:4].tolist() == [1.0, 0.0, 1.0]  # mu 0; sigma 0 above / below the threshold
 
 
 def test_lroc_node_score_and_best_effort():
@@ -92,6 +97,31 @@ def test_lroc_node_score_and_best_effort():
     plugin = lroc.Plugin()
     assert plugin.score(CycleState(), pod, node, snap) == 50  # 1 - max(0.5, 0.25)
     assert plugin.score(CycleState(), make_pod(), node, snap) == 0
+
+
+def test_lroc_batch_equals_node_by_node():
+    import random
+
+    rng = random.Random(5)
+    nodes, loads = [], {}
+    for i in range(150):
+        node = make_node(f"n{i}", cpu=rng.choice(["0", "1", "4"]), memory="4Gi")
+        for j in range(rng.randrange(0, 4)):
+            cpu, mem = f"{rng.randrange(0, 1500)}m", f"{rng.randrange(0, 2000)}Mi"
+            limits = {"cpu": f"{rng.randrange(0, 3000)}m"} if j % 2 else {}
+            node.add_pod(make_pod(f"b{i}-{j}", [container(cpu=cpu, memory=mem, limits=limits)]))
+        nodes.append(node)
+        if i % 5:
+            loads[node.name] = {
+                "cpu": stats(avg=rng.choice([0, rng.uniform(0, 110)]), std=rng.uniform(0, 30)),
+                "memory": stats(avg=rng.uniform(0, 100), std=rng.choice([0, rng.uniform(0, 9)])),
+            }
+    snap = snapshot(nodes, loads)
+    pod = make_pod(containers=[container(cpu="500m", memory="1Gi", limits={"cpu": "2"})])
+    plugin = lroc.Plugin()
+    one_by_one = [plugin.score(CycleState(), pod, n, snap) for n in nodes]
+    assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one
+    assert len(set(one_by_one)) > 10  # the cases really differ
 
 
 def test_lroc_load_risk_grows_with_variance():
