@@ -51,6 +51,7 @@ class Poller:
         self.store_errors = 0
         self._failures = 0
         self._retry_at = 0.0
+        self._unsaved: list[Frame] = []  # warm-start frames, stored with the next poll
         self._logged: set[str] = set()
         self._tick_lock = threading.Lock()
         self._scheduler: BackgroundScheduler | None = None
@@ -151,6 +152,7 @@ class Poller:
             frame = self._frame(fetch, count=False)
             if frame is not None:
                 self.window.add(frame)
+                self._unsaved.append(frame)
 
     def _frame(self, fetch: Fetch, count: bool = True) -> Frame | None:
         self.namer.refresh()
@@ -206,7 +208,9 @@ class Poller:
             leader=self.holder,
             counters=self.counters(),
         )
-        self.store.save(frame, doc, version)
+        frames = self._unsaved + ([frame] if frame is not None else [])
+        self.store.save(frames, doc, version)
+        self._unsaved = []
 
     def counters(self) -> dict[str, Any]:
         return {

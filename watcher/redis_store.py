@@ -56,12 +56,14 @@ class RedisStore:
     def ping(self) -> None:
         self._do("ping", self.client.ping)
 
-    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
+    def save(self, frames: list[Frame], snapshot: bytes, version: str) -> None:
         pipe = self.client.pipeline(transaction=False)
-        if frame is not None:
+        for frame in frames:
             pipe.set(self.keys.frame(frame.frame_id), frame.encode(), px=self.keep_ms)
             pipe.zadd(self.keys.frames, {frame.frame_id: frame.time})
-            pipe.zremrangebyscore(self.keys.frames, "-inf", frame.time - self.keep_ms / 1000)
+        if frames:
+            newest = frames[-1].time
+            pipe.zremrangebyscore(self.keys.frames, "-inf", newest - self.keep_ms / 1000)
             pipe.pexpire(self.keys.frames, self.keep_ms)
         pipe.set(self.keys.snapshot, snapshot, px=2 * self.keep_ms)
         pipe.set(self.keys.version, version, px=2 * self.keep_ms)

@@ -20,8 +20,9 @@ class Store(Protocol):
     def ping(self) -> None:
         """Raise StoreError when the store cannot be reached."""
 
-    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
-        """Persist one poll: its frame (if any) and the new snapshot, in one round trip."""
+    def save(self, frames: list[Frame], snapshot: bytes, version: str) -> None:
+        """Persist one poll: its frame (more after a warm start) and the snapshot, in one
+        round trip."""
 
     def load_frames(self, since: float) -> list[Frame]: ...
 
@@ -54,11 +55,11 @@ class MemoryStore:
     def ping(self) -> None:
         return None
 
-    def save(self, frame: Frame | None, snapshot: bytes, version: str) -> None:
+    def save(self, frames: list[Frame], snapshot: bytes, version: str) -> None:
         with self._lock:
-            if frame is not None:
+            if frames:
                 cutoff = time.time() - self.window
-                self._frames = [f for f in self._frames if f.time >= cutoff] + [frame]
+                self._frames = [f for f in self._frames if f.time >= cutoff] + frames
             self._snapshot = snapshot
             self._version = version
 

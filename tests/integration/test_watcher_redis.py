@@ -1,0 +1,110 @@
+"""The watcher on a real Redis: outage and return, one poller across replicas, key hygiene."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from tests.fixtures.ports import wait_for
+
+NODES = {"redis-a": (35.0, 45.0), "redis-b": (60.0, 25.0)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loaded(exporter, prometheus):
+    for node, (cpu, memory) in NODES.items():
+        exporter.set(node, cpu=cpu, memory=memory)
+    prometheus.wait_for_series('node_memory_MemTotal_bytes{instance=~"redis-.*"}', len(NODES))
+
+
+def prefix() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}:"
+
+
+def last_poll_time(watcher) -> float:
+    return watcher.status()["lastPoll"]["time"]
+
+
+def test_redis_outage_serves_last_copy_then_recovers(prometheus, make_redis, make_watcher):
+    redis = make_redis()
+    watcher = make_watcher(prometheus.url, redis.url, workers=2)
+    watcher.wait_nodes(list(NODES))
+    assert watcher.status()["store"]["kind"] == "redis"
+
+    redis.stop()
+    wait_for(lambda: watcher.get("/readyz").status_code == 503, timeout=10, what="not ready")
+    assert any("store" in r for r in watcher.json_any("/readyz")["reasons"])
+    # The API keeps answering from the last snapshot, flagged.
+    resp = watcher.get("/api/v1/nodes")
+    assert resp.status_code == 200 and set(NODES) <= set(resp.json()["nodes"])
+    assert "unavailable" in resp.headers["X-Ballast-Store"]
+    assert watcher.get("/watcher").status_code == 200
+    time.sleep(2)  # a few failed polls
+    assert watcher.proc.poll() is None, watcher.log()
+
+    redis.start()  # same port, empty: the poller's in-memory window refills it
+    wait_for(lambda: watcher.get("/readyz").status_code == 200, timeout=40, what="ready again")
+    before = last_poll_time(watcher)
+    wait_for(lambda: last_poll_time(watcher) > before, timeout=10, what="polls to go on")
+    status = watcher.status()
+    assert status["store"]["ok"] is True and status["counters"]["storeErrors"] >= 1
+    nodes = watcher.json("/api/v1/nodes")["nodes"]
+    assert nodes["redis-a"]["state"] == "fresh"
+    assert nodes["redis-a"]["metrics"]["memory"]["count"] >= 3  # the window survived
+
+
+def test_two_replicas_one_poller_and_takeover(prometheus, redis_server, make_watcher):
+    shared = {"key_prefix": prefix(), "lock_ttl": 3.0}
+    first = make_watcher(prometheus.url, redis_server.url, workers=2, **shared)
+    second = make_watcher(prometheus.url, redis_server.url, workers=2, **shared)
+    first.wait_nodes(list(NODES))
+
+    def leaders() -> list:
+        return [w for w in (first, second) if w.status()["poller"]["leading"]]
+
+    wait_for(lambda: len(leaders()) == 1, timeout=10, what="exactly one leader")
+    active = leaders()[0]
+    standby = second if active is first else first
+    holder = active.status()["poller"]["self"]
+    for _ in range(10):  # over a few polls the lock never moves and never doubles
+        statuses = [w.status() for w in (first, second)]
+        assert [s["poller"]["leading"] for s in statuses].count(True) == 1
+        assert all(s["poller"]["leader"] == holder for s in statuses)
+        assert statuses[0]["snapshot"]["version"].startswith(holder)
+        time.sleep(0.3)
+    # Both replicas serve the same data.
+    assert (
+        standby.json("/api/v1/nodes")["nodes"].keys()
+        == active.json("/api/v1/nodes")["nodes"].keys()
+    )
+    count_before = standby.json("/api/v1/nodes/redis-a")["metrics"]["memory"]["count"]
+
+    active.kill()  # no clean release: the lock must expire
+    killed_at = time.monotonic()
+    wait_for(lambda: standby.status()["poller"]["leading"], timeout=15, what="takeover")
+    assert time.monotonic() - killed_at <= shared["lock_ttl"] + 3
+    before = last_poll_time(standby)
+    wait_for(lambda: last_poll_time(standby) > before, timeout=10, what="the new poller")
+    node = standby.json("/api/v1/nodes/redis-a")
+    assert node["state"] == "fresh"
+    # The new poller continued the stored window instead of starting an empty one.
+    assert node["metrics"]["memory"]["count"] >= count_before
+
+
+def test_keys_use_the_prefix_and_expire(prometheus, redis_server, redis_client, make_watcher):
+    key_prefix = prefix()
+    watcher = make_watcher(prometheus.url, redis_server.url, key_prefix=key_prefix, window=5.0)
+    watcher.wait_nodes(list(NODES))
+    keys = [k.decode() for k in redis_client.keys("*")]
+    assert keys and all(k.startswith(key_prefix) for k in keys)
+    frames = [k for k in keys if ":frame:" in k]
+    assert frames
+    for key in frames + [f"{key_prefix}snapshot", f"{key_prefix}frames"]:
+        ttl = redis_client.pttl(key)
+        assert 0 < ttl <= (2 * (5.0 + 60)) * 1000, (key, ttl)
+    # Frames older than the window are dropped from the index as new ones arrive.
+    time.sleep(6)
+    scores = [s for _, s in redis_client.zrange(f"{key_prefix}frames", 0, -1, withscores=True)]
+    assert min(scores) >= time.time() - 5.0 - 60 - 1
