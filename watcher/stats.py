@@ -9,6 +9,23 @@ import numpy as np
 FIELDS = ("avg", "std", "min", "max", "p95", "latest", "count", "first", "last", "volatility")
 
 
+def nan_quantile(values: np.ndarray, q: float) -> np.ndarray:
+    """Per-column quantile ignoring NaN, numpy's "linear" method, for all columns at once.
+
+    numpy's nanpercentile loops over columns in Python; sorting once is ~100x faster here.
+    """
+    ordered = np.sort(values, axis=0)  # NaN sorts last
+    count = (~np.isnan(values)).sum(axis=0)
+    pos = np.maximum(count - 1, 0) * q
+    lo = np.floor(pos).astype(np.intp)
+    hi = np.ceil(pos).astype(np.intp)
+    cols = np.arange(values.shape[1])
+    low, high = ordered[lo, cols], ordered[hi, cols]
+    out = low + (high - low) * (pos - lo)
+    out[count == 0] = np.nan
+    return out
+
+
 def summarize(times: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
     """Statistics of each column of `values` (F samples x N nodes, NaN = no sample).
 
@@ -29,12 +46,12 @@ def summarize(times: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
         out["std"] = np.nanstd(values, axis=0)
         out["min"] = np.nanmin(values, axis=0)
         out["max"] = np.nanmax(values, axis=0)
-        out["p95"] = np.nanpercentile(values, 95, axis=0)
+        out["p95"] = nan_quantile(values, 0.95)
         if frames > 1:
             dt = np.diff(times)[:, None]
             dt[dt <= 0] = np.nan
             rates = np.abs(np.diff(values, axis=0)) / dt
-            volatility = np.nanmedian(rates, axis=0)
+            volatility = nan_quantile(rates, 0.5)
         else:
             volatility = np.full(n, np.nan)
     out["volatility"] = np.nan_to_num(volatility, nan=0.0)

@@ -73,3 +73,16 @@ def test_worst_state():
     assert worst([FRESH, EXPIRED, STALE]) == EXPIRED
     assert worst([FRESH]) == FRESH
     assert worst([]) == EXPIRED
+
+
+def test_nan_quantile_matches_numpy():
+    from watcher.stats import nan_quantile
+
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0, 100, size=(20, 50))
+    values[rng.uniform(size=values.shape) < 0.3] = nan
+    values[:, 0] = nan
+    for q in (0.5, 0.95):
+        with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+            want = np.nanpercentile(values, q * 100, axis=0)
+        assert np.allclose(nan_quantile(values, q), want, equal_nan=True)
