@@ -107,6 +107,9 @@ class ControlPlane:
     def session(self) -> requests.Session:
         """A requests session with the admin's client certificate, for raw API calls."""
         s = requests.Session()
+        # Otherwise REQUESTS_CA_BUNDLE in the environment silently replaces `verify`, and
+        # proxy variables could route loopback calls elsewhere.
+        s.trust_env = False
         s.verify = str(self.ca_file)
         s.cert = (str(self.admin_cert), str(self.admin_key))
         return s
@@ -237,6 +240,8 @@ class ControlPlane:
             "--authorization-mode=RBAC",
             f"--disable-admission-plugins={DISABLED_ADMISSION}",
             "--profiling=false",
+            # Its endpoints reconciler refuses a loopback address and would log every 10 s.
+            "--endpoint-reconciler-type=none",
         ]
 
     def _kwok_args(self) -> list[str]:
