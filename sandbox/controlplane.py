@@ -139,17 +139,17 @@ class ControlPlane:
         self._write_kubeconfig()
         (self.state_dir / PORTS_FILE).write_text(json.dumps(asdict(self.ports)))
         try:
-            self._spawn("etcd", [str(binaries["etcd"]), *self._etcd_args()])
+            self.spawn("etcd", [str(binaries["etcd"]), *self._etcd_args()])
             self._wait_etcd()
             apiserver = [str(binaries["kube-apiserver"]), *self._apiserver_args()]
-            self._spawn("kube-apiserver", apiserver)
+            self.spawn("kube-apiserver", apiserver)
             self._wait_apiserver()
             with self.api_client() as api:
                 for ns in SYSTEM_NAMESPACES:
                     ensure_namespace(api, ns)
                 # Its own work folder, so a ~/.kwok/kwok.yaml on the machine changes nothing.
                 kwok_env = dict(os.environ, KWOK_WORKDIR=str(self.state_dir / "kwok"))
-                self._spawn("kwok", [str(binaries["kwok"]), *self._kwok_args()], kwok_env)
+                self.spawn("kwok", [str(binaries["kwok"]), *self._kwok_args()], kwok_env)
                 if nodes:
                     create_nodes(api, nodes)
                     wait_ready(api, [n.name for n in nodes])
@@ -168,7 +168,8 @@ class ControlPlane:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Starts a process that belongs to this sandbox: logged, recorded, stopped by stop()."""
         self._procs[name] = processes.spawn(
             name, argv, self.log_dir, self.pid_dir, env, self._die_with_parent
         )
@@ -182,7 +183,8 @@ class ControlPlane:
                 + processes.log_tail(log)
             )
 
-    def _wait(self, name: str, ready, timeout: float = defaults.STARTUP_TIMEOUT) -> None:
+    def wait_until(self, name: str, ready, timeout: float = defaults.STARTUP_TIMEOUT) -> None:
+        """Polls `ready()` until true; fails early with the log's tail if `name` exits."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._check_alive(name)
@@ -199,12 +201,12 @@ class ControlPlane:
 
     def _wait_etcd(self) -> None:
         url = f"http://127.0.0.1:{self.ports.etcd_client}/health"
-        self._wait("etcd", lambda: requests.get(url, timeout=1).json().get("health") == "true")
+        self.wait_until("etcd", lambda: requests.get(url, timeout=1).json().get("health") == "true")
 
     def _wait_apiserver(self) -> None:
         with self.session() as s:
             url = f"{self.base_url}/readyz"
-            self._wait("kube-apiserver", lambda: s.get(url, timeout=2).status_code == 200)
+            self.wait_until("kube-apiserver", lambda: s.get(url, timeout=2).status_code == 200)
 
     def _etcd_args(self) -> list[str]:
         client_url = f"http://127.0.0.1:{self.ports.etcd_client}"

@@ -1,0 +1,59 @@
+"""Upstream kube-scheduler against the sandbox: the benchmarks' reference point.
+
+Built only by `ballast sandbox build --with-kube-scheduler`. It runs beside the control plane
+(same state folder, logs and pid files), so `stop()` / `ballast sandbox down` stop it too.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Any
+
+import requests
+import urllib3
+import yaml
+
+from sandbox import build, processes
+from sandbox.controlplane import ControlPlane
+
+
+def scheduler_config(plane: ControlPlane, overrides: dict[str, Any] | None = None) -> dict:
+    """A KubeSchedulerConfiguration for the sandbox; `overrides` replaces top-level keys
+    (e.g. `profiles`, `extenders`, `percentageOfNodesToScore`)."""
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(plane.kubeconfig), "qps": 5000, "burst": 5000},
+        # One instance per sandbox: electing a leader would only delay the first binding.
+        "leaderElection": {"leaderElect": False},
+    }
+    config.update(copy.deepcopy(overrides or {}))
+    return config
+
+
+def start_kube_scheduler(
+    plane: ControlPlane, overrides: dict[str, Any] | None = None, timeout: float = 60.0
+) -> int:
+    """Starts kube-scheduler, waits for its /healthz, returns its (loopback) secure port."""
+    binary = build.binary("kube-scheduler")
+    port = processes.free_port()
+    config_file = plane.state_dir / "kube-scheduler.yaml"
+    config_file.write_text(yaml.safe_dump(scheduler_config(plane, overrides), sort_keys=False))
+    argv = [
+        str(binary),
+        f"--config={config_file}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--authentication-kubeconfig={plane.kubeconfig}",
+        f"--authorization-kubeconfig={plane.kubeconfig}",
+    ]
+    plane.spawn("kube-scheduler", argv)
+    url = f"https://127.0.0.1:{port}/healthz"
+    with requests.Session() as s, warnings.catch_warnings():
+        # Its serving certificate is self-signed, made at start; /healthz needs no identity.
+        warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+        s.trust_env = False
+        s.verify = False
+        plane.wait_until("kube-scheduler", lambda: s.get(url, timeout=2).ok, timeout)
+    return port
