@@ -94,6 +94,9 @@ class Stack:
             "",
             "--appendonly",
             "no",
+            # Keeps argv as started, so the stop can tell the process is still ours.
+            "--set-proc-title",
+            "no",
         ]
         client = redis.Redis(port=port, socket_timeout=2, socket_connect_timeout=2)
         self.spawn("redis", argv, client.ping)
