@@ -47,7 +47,7 @@ class Ports:
 
     @classmethod
     def free(cls) -> Ports:
-        return cls(processes.free_port(), processes.free_port(), processes.free_port())
+        return cls(*processes.free_ports(3))
 
 
 class ControlPlane:

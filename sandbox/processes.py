@@ -115,10 +115,20 @@ def _reap(pid: int) -> None:
         pass
 
 
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports: all sockets stay open until all ports are picked."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def check_port_free(port: int, what: str, option: str) -> None:
