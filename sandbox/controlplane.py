@@ -201,7 +201,9 @@ class ControlPlane:
 
     def _wait_etcd(self) -> None:
         url = f"http://127.0.0.1:{self.ports.etcd_client}/health"
-        self.wait_until("etcd", lambda: requests.get(url, timeout=1).json().get("health") == "true")
+        with requests.Session() as s:
+            s.trust_env = False  # no proxy for loopback
+            self.wait_until("etcd", lambda: s.get(url, timeout=1).json().get("health") == "true")
 
     def _wait_apiserver(self) -> None:
         with self.session() as s:

@@ -47,7 +47,8 @@ def spawn(
 ) -> subprocess.Popen:
     log_dir.mkdir(parents=True, exist_ok=True)
     pid_dir.mkdir(parents=True, exist_ok=True)
-    with (log_dir / f"{name}.log").open("ab") as log:
+    # Truncated: every start is a fresh cluster, and a failure shows this run's log tail.
+    with (log_dir / f"{name}.log").open("wb") as log:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
