@@ -30,11 +30,15 @@ class Recorded:
     pid_file: Path
 
 
+# Loaded once in the parent: between fork and exec the child may only call into C, not load
+# libraries (another thread could hold the loader's lock at fork time).
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 def _die_with_parent() -> None:
     # Runs in the child before exec: the kernel kills it when the parent dies, so a test run
     # that is killed outright leaves no control plane behind.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def spawn(
