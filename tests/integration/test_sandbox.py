@@ -105,13 +105,12 @@ def test_namespace_fixture_gives_a_default_service_account(kube_api, namespace):
     assert core.read_namespaced_service_account("default", namespace, _request_timeout=T)
 
 
-def _ballast(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _ballast(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ballast.cli", "sandbox", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
     )
 
 
