@@ -29,3 +29,7 @@ class StartupError(SandboxError):
 
 class AlreadyRunningError(SandboxError):
     pass
+
+
+class NodesNotReadyError(SandboxError, TimeoutError):
+    """kwok did not report the nodes Ready in time."""

@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from sandbox import defaults
+from sandbox.errors import NodesNotReadyError
 
 T = defaults.REQUEST_TIMEOUT
 
@@ -95,7 +96,7 @@ def wait_ready(
             return
         if time.monotonic() > deadline:
             shown = ", ".join(sorted(waiting)[:5])
-            raise TimeoutError(
+            raise NodesNotReadyError(
                 f"{len(waiting)} node(s) not Ready after {timeout:.0f} s ({shown}); "
                 "is kwok running? see its log in the sandbox state folder"
             )
