@@ -20,6 +20,7 @@ from pathlib import Path
 
 import requests
 from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
 
 from sandbox import demo_workload as workload
 from sandbox.controlplane import ControlPlane, Ports
@@ -40,6 +41,7 @@ WATCHER_ENV = {
     "BALLAST_RATE_RANGE": "15s",
 }
 SIMULATOR = SimulatorConfig(seed=7, ramp_seconds=5.0, background=workload.BUSY_NODES)
+METRICS = "ballast_scheduler"  # the scheduler's metric name prefix
 SCORE_IN_NOTE = re.compile(r"score (\d+)")
 
 
@@ -103,6 +105,7 @@ class Demo:
         self.exporter: SyntheticExporter | None = None
         self.simulator: Simulator | None = None
         self.watcher_url = ""
+        self.scheduler_url = ""
         self.bound_seconds = 0.0
 
     # -- start and stop ----------------------------------------------------------------------
@@ -148,8 +151,13 @@ class Demo:
                 }
             ],
         }
-        sched = self.stack.start_scheduler(config, self.plane.kubeconfig, dict(os.environ))
-        say(f"    {sched}/metrics ({time.monotonic() - t:.1f} s)")
+        self.scheduler_url = self.stack.start_scheduler(
+            config, self.plane.kubeconfig, dict(os.environ)
+        )
+        # Submitting before the first watcher snapshot would place the first group from
+        # allocation alone; wait until the scheduler leads, knows the nodes and has load data.
+        self._wait(self._scheduler_ready, 60, "the scheduler to lead with a watcher snapshot")
+        say(f"    {self.scheduler_url}/metrics ({time.monotonic() - t:.1f} s)")
 
     def stop(self) -> None:
         stopped = self.stack.stop()
@@ -232,6 +240,24 @@ class Demo:
                 return f'FailedScheduling "{ev.note}"'
         return None
 
+    def scheduler_metrics(self) -> dict[str, float]:
+        """The scheduler's own /metrics samples, by name and labels."""
+        text = requests.get(f"{self.scheduler_url}/metrics", timeout=5).text
+        samples = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+        return samples
+
+    def _scheduler_ready(self) -> bool:
+        m = self.scheduler_metrics()
+        return (
+            m.get(f"{METRICS}_leader") == 1
+            and m.get(f"{METRICS}_nodes") == len(workload.NODES)
+            and m.get(f"{METRICS}_watcher_snapshot_age_seconds", -1) >= 0
+        )
+
     def _watcher_sees_all_nodes(self) -> bool:
         nodes = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
         return all("cpu" in (nodes.get(n.name) or {}).get("metrics", {}) for n in workload.NODES)
@@ -280,6 +306,12 @@ class Demo:
             f"  {len(others)} pods for the default scheduler: untouched "
             f"({', '.join(sorted({p.status.phase for p in others}))})"
         )
+        fallbacks = sum(
+            v
+            for k, v in self.scheduler_metrics().items()
+            if k.startswith(f"{METRICS}_load_fallbacks_total")
+        )
+        say(f"  nodes scored from allocation instead of load data: {fallbacks:.0f} times")
         busy = ", ".join(f"{n} {c:.0f}%" for n, (c, _) in workload.BUSY_NODES.items())
         say(f"  busy before the workload (background CPU): {busy}")
         ok = sorted(unplaced) == expected_unplaced and all(not p.spec.node_name for p in others)
