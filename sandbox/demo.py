@@ -73,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="ballast-demo-"))
     state.mkdir(parents=True, exist_ok=True)
     demo = Demo(state)
-    # SIGTERM ends the demo like Ctrl-C: everything started is stopped on the way out.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM ends the demo like Ctrl-C, and Ctrl-C works even where a shell started the demo
+    # with SIGINT ignored (a background job): everything started is stopped on the way out.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
     try:
         demo.start()
         ok = demo.submit_and_report()
@@ -160,9 +162,10 @@ class Demo:
         say(f"    {self.scheduler_url}/metrics ({time.monotonic() - t:.1f} s)")
 
     def stop(self) -> None:
+        say("stopping everything the demo started ...")
         stopped = self.stack.stop()
         if self.simulator is not None:
-            self.simulator.stop()
+            self.simulator.stop(timeout=2.0)
         if self.exporter is not None:
             self.exporter.stop()
             stopped.append("simulator")

@@ -202,10 +202,12 @@ class Simulator:
         deadline = time.monotonic() + timeout
         return all(e.wait(max(0.0, deadline - time.monotonic())) for e in self._synced.values())
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = WATCH_SECONDS + REQUEST_TIMEOUT) -> None:
+        """Ends the loops; a watch in flight ends within WATCH_SECONDS (threads are daemons)."""
         self._stop.set()
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=WATCH_SECONDS + REQUEST_TIMEOUT)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def loads(self) -> dict[str, tuple[float, float]]:
         """The loads as of now, computed the same way the exporter is fed."""

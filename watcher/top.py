@@ -173,6 +173,15 @@ def render(doc: dict[str, Any], sort: str = "name", only: list[str] | None = Non
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _loop(args)
+    except BrokenPipeError:  # `ballast top | head`: the reader left, nothing more to say
+        # Python flushes stdout again at exit; point it at /dev/null so that flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _loop(args: argparse.Namespace) -> int:
     while True:
         try:
             doc = fetch(args.watcher, args.token)
