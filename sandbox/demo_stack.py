@@ -19,7 +19,8 @@ from sandbox import processes
 from sandbox.errors import StartupError
 
 READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
+# Everything the demo runs is throwaway: a service that ignores SIGTERM this long is killed.
+STOP_TIMEOUT = 5.0
 
 
 class Stack:
@@ -71,8 +72,10 @@ class Stack:
         recs = {r.name: r for r in processes.recorded(self.pid_dir)}
         stopped = []
         for name in reversed(self.started):
+            started = time.monotonic()
             if name in recs and processes.stop(recs[name], STOP_TIMEOUT):
-                stopped.append(name)
+                took = time.monotonic() - started
+                stopped.append(name if took < 2 else f"{name} ({took:.0f} s)")
         self.started.clear()
         return stopped
 
