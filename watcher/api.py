@@ -169,7 +169,7 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
             return no_data()
         now = time.time()
         key = ("nodes", view.version, int(now * 2))  # ages move; half a second is close enough
-        return send(cache.get(key, lambda: dumps(view.nodes_doc(now))))
+        return send(cache.get(key, lambda: view.nodes_json(now)))
 
     @app.get("/api/v1/nodes/<node>")
     def node(node: str) -> Response:

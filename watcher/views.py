@@ -16,7 +16,7 @@ from typing import Any
 from shared import wire
 from watcher.errors import StoreError
 from watcher.snapshot import STAT_FIELDS
-from watcher.staleness import EXPIRED, state, worst
+from watcher.staleness import EXPIRED, FRESH, STALE, state, worst
 from watcher.store import Store
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class View:
         self.window = float(doc["window"])
         self.expiry = float(doc["expiry"])
         self.duration = duration_name(self.window)
+        self._fragments: dict[str, list[tuple[str, str, float, float]]] | None = None
         # Times at which some metric expires: the envelope only changes when one passes.
         self._expiries = sorted(
             row[_LAST] + self.expiry for metrics in self.nodes.values() for row in metrics.values()
@@ -115,13 +116,55 @@ class View:
         return {"state": worst(states), "age": round(max(ages), 3), "metrics": out}
 
     def nodes_doc(self, now: float) -> dict[str, Any]:
-        return {
-            "timestamp": round(now, 3),
-            "window": {"duration": self.duration, "seconds": self.window},
-            "source": self.doc["source"],
-            "lastPoll": self.last_poll,
-            "nodes": {n: self.node(n, now) for n in self.nodes},
-        }
+        return json.loads(self.nodes_json(now))
+
+    def nodes_json(self, now: float) -> bytes:
+        """GET /api/v1/nodes as JSON text, spliced from per-snapshot fragments.
+
+        Only state and age change between requests; the rest of each metric's object is
+        serialised once per snapshot, so a request over 5,000 nodes costs string joins only.
+        """
+        if self._fragments is None:
+            self._fragments = {
+                json.dumps(node): [
+                    (json.dumps(key), self._static_fragment(key, row), row[_LAST], row[_HORIZON])
+                    for key, row in metrics.items()
+                ]
+                for node, metrics in self.nodes.items()
+            }
+        expiry = self.expiry
+        rank = {FRESH: 0, STALE: 1, EXPIRED: 2}
+        names = (FRESH, STALE, EXPIRED)
+        parts = []
+        for node, items in self._fragments.items():
+            worst_rank, oldest, metric_parts = 0, 0.0, []
+            for key, fragment, last, horizon_s in items:
+                age = max(0.0, now - last)
+                st = state(age, horizon_s, expiry)
+                worst_rank = max(worst_rank, rank[st])
+                oldest = max(oldest, age)
+                metric_parts.append(f'{key}:{{{fragment},"state":"{st}","age":{age:.3f}}}')
+            parts.append(
+                f'{node}:{{"state":"{names[worst_rank]}","age":{oldest:.3f},'
+                f'"metrics":{{{",".join(metric_parts)}}}}}'
+            )
+        head = json.dumps(
+            {
+                "timestamp": round(now, 3),
+                "window": {"duration": self.duration, "seconds": self.window},
+                "source": self.doc["source"],
+                "lastPoll": self.last_poll,
+            },
+            separators=(",", ":"),
+        )
+        return (head[:-1] + ',"nodes":{' + ",".join(parts) + "}}").encode()
+
+    def _static_fragment(self, key: str, row: list) -> str:
+        spec = self.metrics[key]
+        body: dict[str, Any] = {"type": spec["type"], "unit": spec["unit"]}
+        body.update(zip(STAT_FIELDS, row, strict=True))
+        body["expiry"] = self.expiry
+        return json.dumps(body, separators=(",", ":"))[1:-1]
 
     def states(self, now: float) -> dict[str, int]:
         counts = {"fresh": 0, "stale": 0, "expired": 0}
