@@ -1,0 +1,47 @@
+"""`ballast demo` end to end, as `make demo` runs it: exit 0, the table, nothing left behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sandbox import demo_workload as workload
+
+
+def running_from(state: Path) -> list[str]:
+    """Command lines of live processes that mention the demo's state folder."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(state) in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
+    state = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "ballast.cli", "demo", "--state-dir", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-2000:]
+    assert "result: OK" in out
+    table = out[out.index("NODE ") :].splitlines()
+    for spec in workload.NODES:
+        row = next(line for line in table if line.startswith(spec.name + " "))
+        assert "fresh" in row, row
+    placed = sum(int(line.split()[2]) for line in table[1 : 1 + len(workload.NODES)])
+    assert placed == workload.total_pods() - 4  # 3 for the default scheduler, 1 fits nowhere
+    assert 'FailedScheduling "0/8 nodes are available' in out
+    assert "Insufficient cpu" in out
+    assert "stopped: scheduler" in out and "etcd" in out.splitlines()[-1]
+    assert running_from(state) == []
