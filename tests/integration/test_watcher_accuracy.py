@@ -32,8 +32,8 @@ def misreported(nodes: dict) -> list[str]:
             continue
         for key, want in (("cpu", cpu), ("memory", memory)):
             m = doc["metrics"].get(key)
-            if m is None:
-                bad.append(f"{node}.{key}: missing")
+            if m is None or m["count"] < 3:
+                bad.append(f"{node}.{key}: fewer than 3 samples")
                 continue
             for stat in ("avg", "latest", "min", "max", "p95"):
                 if abs(m[stat] - want) > TOLERANCE:
@@ -44,11 +44,7 @@ def misreported(nodes: dict) -> list[str]:
 @pytest.mark.parametrize("store", ["memory", "redis"])
 def test_window_statistics_match_the_truth(store, loaded, prometheus, redis_server, make_watcher):
     redis_url = redis_server.url if store == "redis" else None
-    # A short window so that values from before a full rate() range (skewed by Prometheus's
-    # extrapolation on young series) leave it quickly.
-    watcher = make_watcher(
-        prometheus.url, redis_url, window=6.0, key_prefix=f"acc-{uuid.uuid4().hex[:8]}:"
-    )
+    watcher = make_watcher(prometheus.url, redis_url, key_prefix=f"acc-{uuid.uuid4().hex[:8]}:")
     last: list[list[str]] = [[]]
 
     def accurate() -> bool:
@@ -62,7 +58,6 @@ def test_window_statistics_match_the_truth(store, loaded, prometheus, redis_serv
 
     nodes = watcher.json("/api/v1/nodes")["nodes"]
     assert all(nodes[n]["state"] == "fresh" for n in TRUTH)
-    assert all(nodes[n]["metrics"]["cpu"]["count"] >= 2 for n in TRUTH)
     # The load-watcher envelope carries the same numbers.
     envelope = watcher.json("/watcher")["data"]["NodeMetricsMap"]
     for node, (cpu, memory) in TRUTH.items():

@@ -18,7 +18,7 @@ def test_defaults():
     assert cfg.redis_url == "" and cfg.source == "Prometheus"
     cpu, memory = cfg.metric_specs()
     assert (cpu.key, cpu.type, memory.key, memory.type) == ("cpu", "CPU", "memory", "Memory")
-    assert 'rate(node_cpu_seconds_total{mode="idle"}[1m])' in cpu.query
+    assert 'irate(node_cpu_seconds_total{mode="idle"}[1m])' in cpu.query
     assert "by (instance)" in cpu.query and "MemAvailable" in memory.query
 
 
