@@ -41,6 +41,7 @@ from sandbox import build, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.namespaces import delete_namespace, ensure_namespace
 from sandbox.nodes import create_nodes, numbered, wait_ready
+from scheduler.cache import interrupt
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scheduler.json"
 THREADS = 16
@@ -85,8 +86,7 @@ class BindTracker:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._resp is not None:
-            self._resp.close()
+        interrupt(self._resp)
         self._thread.join(5)
 
     def _run(self) -> None:
@@ -140,8 +140,7 @@ class RawBinder:
 
     def stop(self) -> None:
         self._tracker_stop.set()
-        if self._resp is not None:
-            self._resp.close()
+        interrupt(self._resp)
         for _ in self._threads:
             self._work.put(None)
 
@@ -170,7 +169,7 @@ class RawBinder:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
             }
             try:
-                self._core.create_namespaced_binding(
+                self._core.create_namespaced_pod_binding(
                     name, self._ns, body, _preload_content=False, _request_timeout=T
                 )
             except client.ApiException:

@@ -52,7 +52,7 @@ class Binder:
     def _bind(self, pod: PodInfo, node: str) -> None:
         result, detail = BOUND, ""
         try:
-            resp = self._core.create_namespaced_binding(
+            resp = self._core.create_namespaced_pod_binding(
                 pod.name,
                 pod.namespace,
                 binding_body(pod, node),

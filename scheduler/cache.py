@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -48,6 +49,19 @@ class Listener(Protocol):
     def pod_bound(self, pod: PodInfo) -> None: ...
 
     def cluster_changed(self) -> None: ...
+
+
+def interrupt(resp: Any) -> None:
+    """Wake a thread blocked reading a watch stream. Closing the response from another thread
+    blocks on the reader's lock; shutting the socket down makes the read return instead."""
+    conn = getattr(resp, "connection", None) or getattr(resp, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
 
 
 class Reflector:
@@ -79,12 +93,7 @@ class Reflector:
 
     def stop(self) -> None:
         self._stop.set()
-        resp = self._resp
-        if resp is not None:
-            try:
-                resp.close()  # unblocks a read waiting on the watch stream
-            except Exception:  # noqa: BLE001 - closing a dead socket may fail in many ways
-                pass
+        interrupt(self._resp)
         self._thread.join(timeout=5)
 
     def _run(self) -> None:

@@ -72,9 +72,9 @@ class EventRecorder:
         self._events = client.EventsV1Api(api)
         self.instance = instance
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
-        self.sent = 0
+        self.posted = 0
         self.dropped = 0
-        self.failed = 0
+        self.errors = 0
         self._threads = [
             threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             for i in range(workers)
@@ -119,10 +119,10 @@ class EventRecorder:
                     _preload_content=False,
                     _request_timeout=REQUEST_TIMEOUT,
                 )
-                self.sent += 1
+                self.posted += 1
             except (ApiException, OSError, ValueError) as exc:
-                self.failed += 1
+                self.errors += 1
                 log.debug("event %s not written: %s", body["reason"], exc)
             except Exception as exc:  # noqa: BLE001 - urllib3 errors; events are best effort
-                self.failed += 1
+                self.errors += 1
                 log.debug("event %s not written: %s", body["reason"], exc)
