@@ -7,29 +7,12 @@ with exactly the bad values under test: it is bad input, not a stand-in for Prom
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from tests.fixtures.ports import wait_for
-
-
-def answer(result_type: str, result: object) -> str:
-    return json.dumps({"status": "success", "data": {"resultType": result_type, "result": result}})
-
-
-def vector(*samples: tuple[dict, str]) -> tuple[int, str]:
-    result = [{"metric": labels, "value": [time.time(), value]} for labels, value in samples]
-    return 200, answer("vector", result)
-
-
-def inst(name: str) -> dict:
-    return {"instance": name, "job": "node"}
-
+from tests.integration.watcher_support import BadSource, answer, inst, vector
 
 GOOD_CPU = vector(
     (inst("good-1:9100"), "42"),
@@ -46,50 +29,12 @@ GOOD_CPU = vector(
 GOOD_MEMORY = vector((inst("good-1"), "55"), (inst("good-2"), "60"))
 
 
-class BadSource:
-    """Answers /api/v1/query with the (status, body) set per query; can also hang."""
-
-    def __init__(self) -> None:
-        self.answers: dict[str, tuple[int, str]] = {}
-        self.delay = 0.0
-        source = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                url = urlparse(self.path)
-                query = parse_qs(url.query).get("query", [""])[0]
-                if source.delay:
-                    time.sleep(source.delay)
-                status, body = source.answers.get(query, (404, "no such query"))
-                data = body.encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the watcher gave up waiting
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def source() -> Iterator[BadSource]:
     src = BadSource()
     src.answers = {"cpu_q": GOOD_CPU, "mem_q": GOOD_MEMORY, "net_q": vector()}
     yield src
-    src.server.shutdown()
-    src.server.server_close()
+    src.close()
 
 
 SETTINGS = {
