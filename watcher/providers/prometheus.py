@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
+import urllib3
 
 from watcher.config import Config, MetricSpec
 from watcher.errors import ProviderError
@@ -26,10 +27,13 @@ class PrometheusProvider:
         token = config.token()
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
+        # Passed with every request: a session-level setting loses to REQUESTS_CA_BUNDLE.
+        self.verify: bool | str = True
         if config.insecure_skip_verify:
-            self.session.verify = False
+            self.verify = False
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         elif config.prometheus_ca_file:
-            self.session.verify = config.prometheus_ca_file
+            self.verify = config.prometheus_ca_file
         # The queries of one poll run side by side: the poll takes as long as the slowest one.
         self.pool = ThreadPoolExecutor(max_workers=max(1, len(specs)), thread_name_prefix="promql")
 
@@ -40,7 +44,7 @@ class PrometheusProvider:
     def _get(self, path: str, params: dict[str, Any]) -> Any:
         url = f"{self.base}{path}"
         try:
-            resp = self.session.get(url, params=params, timeout=self.timeout)
+            resp = self.session.get(url, params=params, timeout=self.timeout, verify=self.verify)
         except requests.Timeout as exc:
             raise ProviderError("timeout", f"{url}: no answer within {self.timeout}s") from exc
         except requests.RequestException as exc:
