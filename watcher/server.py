@@ -20,6 +20,7 @@ from gunicorn.app.base import BaseApplication
 from watcher import providers
 from watcher import store as stores
 from watcher.config import Config
+from watcher.errors import ConfigError
 from watcher.nodenames import KubeNodes, NodeNamer
 from watcher.poller import Poller
 
@@ -103,10 +104,21 @@ class WatcherApplication(BaseApplication):
             multiprocess.mark_process_dead(worker.pid)
 
 
+def check(config: Config) -> None:
+    """Fail before forking workers on what would otherwise fail in every one of them."""
+    stores.create(config).close()  # a malformed Redis URL raises StoreError here
+    if config.provider == "metrics-server" and kube_client(config) is None:
+        raise ConfigError("the metrics-server provider needs --kubeconfig or to run in a cluster")
+    if not config.redis_url and config.workers > 1:
+        log.info("no Redis: one worker serves the in-memory store (workers=%d ignored)",
+                 config.workers)  # fmt: skip
+
+
 def serve(config: Config) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    check(config)
     multiproc = None
     if config.redis_url and config.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Request metrics of all workers are merged through files in this directory.

@@ -129,3 +129,13 @@ def test_cli_reports_configuration_errors(monkeypatch, capsys):
     assert "prometheus_url is required" in capsys.readouterr().err
     assert main(["watcher", "--prometheus-url", "http://p", "--poll-interval", "-1"]) == 2
     assert "poll_interval must be > 0" in capsys.readouterr().err
+
+
+def test_cli_checks_store_url_and_kube_access_before_serving(monkeypatch, capsys):
+    from ballast.cli import main
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert main(["watcher", "--prometheus-url", "http://p", "--redis-url", "foo://bar"]) == 2
+    assert "bad redis URL 'foo://bar'" in capsys.readouterr().err
+    assert main(["watcher", "--provider", "metrics-server"]) == 2
+    assert "needs --kubeconfig" in capsys.readouterr().err
