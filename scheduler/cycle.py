@@ -86,6 +86,7 @@ class Cycle:
         self.rng = rng or random.Random()
         self.binder = binder_factory(self.binding_done)
         self._next_start = 0
+        self._won: dict[str, int] = {}  # pod uid -> its node's winning score, until bound
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -127,7 +128,9 @@ class Cycle:
             if len(feasible) == 1:
                 chosen = feasible[0].name
             else:
-                chosen = pick(profile.score(pod, feasible, snap, state), self.rng)
+                scores = profile.score(pod, feasible, snap, state)
+                chosen = pick(scores, self.rng)
+                self._won[pod.uid] = scores[chosen]
             self._count_fallbacks(state)
             if not self.cache.assume(pod, chosen):
                 self.queue.requeue_backoff(pod)
@@ -183,10 +186,11 @@ class Cycle:
     # --- the binder's answer, on a binder thread ---------------------------------------
     def binding_done(self, pod: PodInfo, node: str, result: str, detail: str) -> None:
         self.telemetry.binds.labels(result).inc()
+        score = self._won.pop(pod.uid, None)
         if result == binding.BOUND:
             # The window must contain the pod's usage after its start, i.e. after this moment.
             self.recent.record(pod.uid, node, self._predicted_cpu_m(pod))
-            self.events.scheduled(pod, node)
+            self.events.scheduled(pod, node, score)
             if pod.created:
                 self.telemetry.e2e.observe(max(0.0, time.time() - pod.created))
             return

@@ -93,8 +93,10 @@ class EventRecorder:
         for thread in self._threads:
             thread.join(timeout=timeout)
 
-    def scheduled(self, pod: PodInfo, node: str) -> None:
+    def scheduled(self, pod: PodInfo, node: str, score: int | None = None) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        if score is not None:  # the winning total, so a reader of events sees why this node
+            note += f" (score {score})"
         self._put(pod, "Scheduled", note, NORMAL, "Binding")
 
     def failed(self, pod: PodInfo, message: str) -> None:

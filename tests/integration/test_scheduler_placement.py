@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sandbox.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
@@ -27,7 +29,9 @@ def test_binds_pods_and_writes_scheduled_events(kube_api, kube_nodes, namespace)
             what="Scheduled events",
         )
     event = events_for(kube_api, namespace, "p0", "Scheduled")[0]
-    assert event["note"] == f"Successfully assigned {namespace}/p0 to {placed['p0']}"
+    assert re.fullmatch(
+        rf"Successfully assigned {namespace}/p0 to {placed['p0']} \(score \d+\)", event["note"]
+    )
     assert event["reportingController"] == "ballast"
 
 
