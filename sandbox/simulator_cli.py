@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 
 from kubernetes import config
@@ -60,9 +61,13 @@ def run(args: argparse.Namespace) -> int:
         )
         port_number = int(port)
     except ValueError as exc:
-        print(f"ballast simulator: {exc}")
+        print(f"ballast simulator: {exc}", file=sys.stderr)
         return 2
-    api = config.new_client_from_config(config_file=args.kubeconfig)
+    try:
+        api = config.new_client_from_config(config_file=args.kubeconfig)
+    except (config.ConfigException, OSError) as exc:
+        print(f"ballast simulator: no cluster access: {exc}", file=sys.stderr)
+        return 2
     exporter = SyntheticExporter(host or "127.0.0.1", port_number).start()
     simulator = Simulator(api, exporter, sim_config).start()
     print(f"serving node metrics at {exporter.url}/metrics (Ctrl-C stops)", flush=True)
