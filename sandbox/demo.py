@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import tempfile
 import threading
@@ -77,21 +78,28 @@ def run(args: argparse.Namespace) -> int:
     # with SIGINT ignored (a background job): everything started is stopped on the way out.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _interrupt)
+    code = 1
     try:
         demo.start()
         ok = demo.submit_and_report()
         if args.keep_running:
-            demo.keep_running()
-        return 0 if ok else 1
+            try:
+                demo.keep_running()
+            except KeyboardInterrupt:
+                say()  # Ctrl-C is how --keep-running is meant to end
+        code = 0 if ok else 1
     except KeyboardInterrupt:
         say("\ninterrupted")
-        return 130
+        code = 130
     except (SandboxError, TimeoutError, requests.RequestException, client.ApiException) as exc:
         say(f"ballast demo: {exc}")
-        say(f"logs: {state}")
-        return 1
     finally:
         demo.stop()
+    if code == 0 and args.state_dir is None:
+        shutil.rmtree(state, ignore_errors=True)  # a clean run's logs are not worth keeping
+    else:
+        say(f"logs and state: {state}")
+    return code
 
 
 def _interrupt(*_: object) -> None:

@@ -43,5 +43,7 @@ def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
     assert placed == workload.total_pods() - 4  # 3 for the default scheduler, 1 fits nowhere
     assert 'FailedScheduling "0/8 nodes are available' in out
     assert "Insufficient cpu" in out
-    assert "stopped: scheduler" in out and "etcd" in out.splitlines()[-1]
+    stopped = next(line for line in out.splitlines() if line.startswith("stopped: "))
+    for name in ("scheduler", "watcher", "prometheus", "redis", "simulator", "etcd"):
+        assert name in stopped
     assert running_from(state) == []
