@@ -8,21 +8,20 @@ caller forgets the assumption and requeues the pod).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
+from scheduler import kubeapi
 from scheduler.framework import PodInfo
 
 log = logging.getLogger(__name__)
 
 BOUND, ALREADY_BOUND, GONE, FAILED = "bound", "already_bound", "gone", "failed"
-REQUEST_TIMEOUT = (5.0, 15.0)
+TIMEOUT = (5.0, 15.0)
 
 Outcome = Callable[[PodInfo, str, str, str], None]  # pod, node, result, detail
 
@@ -39,7 +38,7 @@ def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
 
 class Binder:
     def __init__(self, api: client.ApiClient, parallelism: int, outcome: Outcome) -> None:
-        self._core = client.CoreV1Api(api)
+        self._api = api
         self._outcome = outcome
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="bind")
 
@@ -51,33 +50,15 @@ class Binder:
 
     def _bind(self, pod: PodInfo, node: str) -> None:
         result, detail = BOUND, ""
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         try:
-            resp = self._core.create_namespaced_pod_binding(
-                pod.name,
-                pod.namespace,
-                binding_body(pod, node),
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-            resp.release_conn()
-        except ApiException as exc:
-            detail = _api_message(exc)
-            if exc.status == 409:
-                result = ALREADY_BOUND
-            elif exc.status == 404:
-                result = GONE
-            else:
-                result = FAILED
+            answer = kubeapi.request(self._api, "POST", path, binding_body(pod, node), TIMEOUT)
+            if not answer.ok:
+                detail = answer.message()
+                result = {409: ALREADY_BOUND, 404: GONE}.get(answer.status, FAILED)
         except Exception as exc:  # noqa: BLE001 - transport errors: requeue and retry
             result, detail = FAILED, f"{type(exc).__name__}: {exc}"
         try:
             self._outcome(pod, node, result, detail)
         except Exception:  # noqa: BLE001 - a broken callback must not kill the pool thread
             log.exception("binding outcome handler failed for %s", pod.key)
-
-
-def _api_message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body).get("message") or exc.reason)
-    except (TypeError, ValueError, AttributeError):
-        return f"HTTP {exc.status} {exc.reason}"

@@ -340,12 +340,12 @@ class ClusterCache:
                 self._listener.cluster_changed()
             return
         if node_name:
+            if self._placed.get(uid) == node_name and uid not in self._assumed:
+                return  # already counted; a status update changes no request
+            pod = self._parse(obj)  # outside the lock: the cycle may be holding it
+            if pod is None:
+                return
             with self.lock:
-                if self._placed.get(uid) == node_name and uid not in self._assumed:
-                    return  # already counted; a status update changes no request
-                pod = self._parse(obj)
-                if pod is None:
-                    return
                 was_pending = uid in self._pending
                 self._pending.discard(uid)
                 self._assumed.pop(uid, None)
@@ -359,11 +359,13 @@ class ClusterCache:
             return  # someone else's pod: never touched
         if meta.get("deletionTimestamp"):
             return
+        if uid in self._assumed:
+            return  # our bind is in flight; the watch has not caught up yet
+        pod = self._parse(obj)
+        if pod is None:
+            return
         with self.lock:
             if uid in self._assumed:
-                return  # our bind is in flight; the watch has not caught up yet
-            pod = self._parse(obj)
-            if pod is None:
                 return
             self._pending.add(uid)
         self._listener.pod_pending(pod)

@@ -49,16 +49,10 @@ def nodes_to_find(total: int, percentage: int) -> int:
 
 
 def pick(scores: dict[str, int], rng: random.Random) -> str:
-    """The node with the best score; among equals, one at random (reservoir sampling)."""
-    best_node, best, ties = "", None, 0
-    for node, score in scores.items():
-        if best is None or score > best:
-            best_node, best, ties = node, score, 1
-        elif score == best:
-            ties += 1
-            if rng.randrange(ties) == 0:
-                best_node = node
-    return best_node
+    """The node with the best score; among equals, one chosen uniformly at random."""
+    best = max(scores.values())
+    ties = [node for node, score in scores.items() if score == best]
+    return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
 
 
 class Cycle:

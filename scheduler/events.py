@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
+from scheduler import kubeapi
 from scheduler.framework import PodInfo
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class EventRecorder:
     def __init__(
         self, api: client.ApiClient, instance: str, workers: int = 2, capacity: int = 10_000
     ) -> None:
-        self._events = client.EventsV1Api(api)
+        self._api = api
         self.instance = instance
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
         self.posted = 0
@@ -114,17 +114,15 @@ class EventRecorder:
             body = self._queue.get()
             if body is None:
                 return
+            path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
             try:
-                self._events.create_namespaced_event(
-                    body["metadata"]["namespace"],
-                    body,
-                    _preload_content=False,
-                    _request_timeout=REQUEST_TIMEOUT,
-                )
+                answer = kubeapi.request(self._api, "POST", path, body, REQUEST_TIMEOUT)
+            except Exception as exc:  # noqa: BLE001 - transport errors; events are best effort
+                self.errors += 1
+                log.debug("event %s not written: %s", body["reason"], exc)
+                continue
+            if answer.ok:
                 self.posted += 1
-            except (ApiException, OSError, ValueError) as exc:
+            else:
                 self.errors += 1
-                log.debug("event %s not written: %s", body["reason"], exc)
-            except Exception as exc:  # noqa: BLE001 - urllib3 errors; events are best effort
-                self.errors += 1
-                log.debug("event %s not written: %s", body["reason"], exc)
+                log.debug("event %s refused: %s", body["reason"], answer.message())
