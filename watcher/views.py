@@ -16,10 +16,11 @@ from typing import Any
 from shared import wire
 from watcher.errors import StoreError
 from watcher.snapshot import STAT_FIELDS
-from watcher.staleness import EXPIRED, FRESH, STALE, state, worst
+from watcher.staleness import ORDER, state, worst
 from watcher.store import Store
 
 log = logging.getLogger(__name__)
+BY_RANK = {rank: name for name, rank in ORDER.items()}
 
 _AVG, _STD, _LATEST, _LAST, _HORIZON = (
     STAT_FIELDS.index(f) for f in ("avg", "std", "latest", "last", "horizon")
@@ -133,19 +134,17 @@ class View:
                 for node, metrics in self.nodes.items()
             }
         expiry = self.expiry
-        rank = {FRESH: 0, STALE: 1, EXPIRED: 2}
-        names = (FRESH, STALE, EXPIRED)
         parts = []
         for node, items in self._fragments.items():
             worst_rank, oldest, metric_parts = 0, 0.0, []
             for key, fragment, last, horizon_s in items:
                 age = max(0.0, now - last)
                 st = state(age, horizon_s, expiry)
-                worst_rank = max(worst_rank, rank[st])
+                worst_rank = max(worst_rank, ORDER[st])
                 oldest = max(oldest, age)
                 metric_parts.append(f'{key}:{{{fragment},"state":"{st}","age":{age:.3f}}}')
             parts.append(
-                f'{node}:{{"state":"{names[worst_rank]}","age":{oldest:.3f},'
+                f'{node}:{{"state":"{BY_RANK[worst_rank]}","age":{oldest:.3f},'
                 f'"metrics":{{{",".join(metric_parts)}}}}}'
             )
         head = json.dumps(
@@ -167,16 +166,15 @@ class View:
         return json.dumps(body, separators=(",", ":"))[1:-1]
 
     def states(self, now: float) -> dict[str, int]:
-        counts = {"fresh": 0, "stale": 0, "expired": 0}
-        for name in self.nodes:
-            node = self.node(name, now)
-            if node is not None:
-                counts[node["state"]] += 1
+        """How many nodes are in each state (a node's state is its worst metric's)."""
+        counts = dict.fromkeys(ORDER, 0)
+        for metrics in self.nodes.values():
+            worst_rank = max(
+                ORDER[state(now - row[_LAST], row[_HORIZON], self.expiry)]
+                for row in metrics.values()
+            )
+            counts[BY_RANK[worst_rank]] += 1
         return counts
-
-    def is_live(self, host: str, now: float) -> bool:
-        node = self.node(host, now)
-        return node is not None and any(m["state"] != EXPIRED for m in node["metrics"].values())
 
 
 def _metric(name: str, mtype: str, op: str, rollup: str, value: float) -> dict[str, Any]:

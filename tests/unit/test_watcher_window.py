@@ -81,6 +81,10 @@ def test_views_add_age_and_state_at_request_time():
     assert view.node("old", t0 + 21)["metrics"]["cpu"]["horizon"] == 300.0
     assert view.node("nope", t0) is None
     assert view.states(t0 + 21) == {"fresh": 2, "stale": 0, "expired": 0}
+    assert view.states(t0 + 26) == {"fresh": 1, "stale": 1, "expired": 0}
+    assert view.states(t0 + 400) == {"fresh": 0, "stale": 0, "expired": 2}
+    # The spliced JSON text of /api/v1/nodes says what the per-node objects say.
+    assert view.nodes_doc(t0 + 26)["nodes"]["a"] == view.node("a", t0 + 26)
 
 
 def test_envelope_leaves_out_expired_metrics_and_unknown_hosts():
