@@ -125,6 +125,7 @@ def rss_mb(pid: int) -> float:
 
 def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="ballast-bench-watcher-"))
+    load_start = round(os.getloadavg()[0], 2)
     exporter = SyntheticExporter(cpus=cpus)
     rng = random.Random(1)
     for i in range(nodes):
@@ -205,7 +206,12 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
         poll_p50 = statistics.median(ticks)
         bare_p50 = statistics.median(bare_par)
         return {
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                # Other work on the machine slows Prometheus and the poller alike: judge by it.
+                "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
+            },
             "setup": {
                 "nodes": nodes,
                 "cpus_per_node": cpus,
@@ -214,6 +220,7 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
                 "queries": queries,
             },
             "nodes_reported": reported,
+            "rejected_samples": dict(poller.rejected),
             "bare_promql_seconds": {
                 "side_by_side": summary(bare_par),
                 "one_after_the_other": summary(bare_seq),
