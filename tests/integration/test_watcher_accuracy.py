@@ -36,7 +36,10 @@ def misreported(nodes: dict) -> list[str]:
                 bad.append(f"{node}.{key}: fewer than 3 samples")
                 continue
             for stat in ("avg", "latest", "min", "max", "p95"):
-                if abs(m[stat] - want) > TOLERANCE:
+                # One sample's value depends on when Prometheus's scrape reached the exporter:
+                # on a busy machine that jitter moves one irate() sample, and min/max show it.
+                allowed = TOLERANCE if stat in ("avg", "latest") else 2 * TOLERANCE
+                if abs(m[stat] - want) > allowed:
                     bad.append(f"{node}.{key}.{stat}={m[stat]:.2f}, truth {want:.2f}")
     return bad
 
