@@ -136,8 +136,9 @@ class SyntheticExporter:
     def resume(self) -> None:
         self._paused = False
 
-    def render(self) -> bytes:
-        now = time.time()
+    def render(self, now: float | None = None) -> bytes:
+        """The exposition text as of `now` (default: this moment)."""
+        now = time.time() if now is None else now
         with self._lock:
             snapshot = []
             for name, n in self._nodes.items():
