@@ -214,7 +214,24 @@ def start_ballast(plane: ControlPlane, work: Path) -> Callable[[], None]:
         True,
     )
     _wait_http(f"http://127.0.0.1:{port}/healthz")
-    return lambda: _end(proc)
+
+    def stop() -> None:
+        _print_cycle_time(f"http://127.0.0.1:{port}/metrics")
+        _end(proc)
+
+    return stop
+
+
+def _print_cycle_time(url: str) -> None:
+    """Mean time of one scheduling cycle as Ballast measured it (pop to hand-off)."""
+    total = count = 0.0
+    for line in requests.get(url, timeout=5).text.splitlines():
+        if line.startswith("ballast_scheduler_scheduling_attempt_duration_seconds_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("ballast_scheduler_scheduling_attempt_duration_seconds_count"):
+            count += float(line.rsplit(" ", 1)[1])
+    if count:
+        print(f"[ballast] {count:.0f} cycles, mean {1000 * total / count:.2f} ms", flush=True)
 
 
 def start_kube_scheduler(plane: ControlPlane, work: Path) -> Callable[[], None]:

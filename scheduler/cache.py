@@ -340,8 +340,14 @@ class ClusterCache:
                 self._listener.cluster_changed()
             return
         if node_name:
-            if self._placed.get(uid) == node_name and uid not in self._assumed:
-                return  # already counted; a status update changes no request
+            if self._placed.get(uid) == node_name:
+                if uid not in self._assumed:
+                    return  # already counted; a status update changes no request
+                with self.lock:
+                    if self._assumed.get(uid) == node_name:
+                        # Our own binding confirmed: the assumed copy is already counted.
+                        del self._assumed[uid]
+                        return
             pod = self._parse(obj)  # outside the lock: the cycle may be holding it
             if pod is None:
                 return
