@@ -300,6 +300,11 @@ class Demo:
         per_node = Counter(p.spec.node_name for p in pods if p.spec.node_name)
         say()
         say(render_table(workload.NODES, per_node, nodes_doc, won))
+        say(
+            "CPU/MEM: the watcher's window; STATE: freshness and data age; WON: the winning "
+            "scores of the pods placed there\n(0 when every node was past 100 % predicted use, "
+            "as after a burst of pods without requests: then the tie is broken at random)"
+        )
         ballast_pods = [p for p in pods if p.spec.scheduler_name == workload.SCHEDULER_NAME]
         placed = [p for p in ballast_pods if p.spec.node_name]
         unplaced = [p.metadata.name for p in ballast_pods if not p.spec.node_name]
@@ -310,7 +315,8 @@ class Demo:
         say("summary")
         say(
             f"  {len(pods)} pods submitted; {len(placed)}/{len(ballast_pods)} with "
-            f"schedulerName {workload.SCHEDULER_NAME} placed in {self.bound_seconds:.1f} s"
+            f"schedulerName {workload.SCHEDULER_NAME} placed in {self.bound_seconds:.1f} s "
+            f"(groups {PAUSE_BETWEEN_GROUPS:.0f} s apart)"
         )
         say(f"  fits nowhere: {workload.NAMESPACE}/{', '.join(unplaced) or '-'}: {reason}")
         say(
