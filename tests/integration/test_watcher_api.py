@@ -12,17 +12,27 @@ from tests.fixtures.watcher import WatcherProcess
 
 NODES = {f"api-{i:02d}": (10.0 + 4 * i, 20.0 + 3 * i) for i in range(20)}
 ORIGIN = "http://dashboard.example"
+NET_RX = {
+    "key": "net_rx",
+    "name": "node_network_receive_bytes",
+    "type": "Bandwidth",
+    "unit": "bytes/s",
+    "query": "sum by ($label) (irate(node_network_receive_bytes_total[$range]))",
+}
 
 
 @pytest.fixture(scope="module")
 def watcher(exporter, prometheus, tmp_path_factory):
-    for node, (cpu, memory) in NODES.items():
-        exporter.set(node, cpu=cpu, memory=memory)
+    for i, (node, (cpu, memory)) in enumerate(NODES.items()):
+        exporter.set(node, cpu=cpu, memory=memory, net_rx=1000.0 * (i + 1))
     proc = WatcherProcess(
-        tmp_path_factory.mktemp("watcher-api"), prometheus.url, cors_origins=[ORIGIN]
+        tmp_path_factory.mktemp("watcher-api"),
+        prometheus.url,
+        cors_origins=[ORIGIN],
+        extra_metrics=[NET_RX],
     ).start()
     try:
-        proc.wait_nodes(list(NODES), metrics=("cpu", "memory"))
+        proc.wait_nodes(list(NODES), metrics=("cpu", "memory", "net_rx"))
         yield proc
     finally:
         proc.stop()
@@ -51,14 +61,21 @@ def test_envelope_is_load_watchers_field_by_field(watcher):
         for m in entry["metrics"]:
             assert set(m) == {"name", "type", "operator", "rollup", "value"}
             assert m["rollup"] == "5m"
-            assert isinstance(m["value"], float) and 0.0 <= m["value"] <= 100.0
+            assert isinstance(m["value"], float)
+            if m["type"] != wire.BANDWIDTH:
+                assert 0.0 <= m["value"] <= 100.0
             assert m["type"] in wire.METRIC_TYPES and m["operator"] in wire.OPERATORS
             pairs.append((m["type"], m["operator"]))
+        types = (wire.CPU, wire.MEMORY, wire.BANDWIDTH)
         assert sorted(pairs) == sorted(
-            (t, op) for t in (wire.CPU, wire.MEMORY) for op in (wire.AVG, wire.STD, wire.LATEST)
+            (t, op) for t in types for op in (wire.AVG, wire.STD, wire.LATEST)
         )
         names = {m["type"]: m["name"] for m in entry["metrics"]}
-        assert names == {"CPU": "node_cpu_utilisation", "Memory": "node_memory_utilisation"}
+        assert names == {
+            "CPU": "node_cpu_utilisation",
+            "Memory": "node_memory_utilisation",
+            "Bandwidth": "node_network_receive_bytes",
+        }
     parsed = wire.parse_envelope(doc)  # the shared client-side parser accepts it
     assert set(NODES) <= set(parsed.nodes)
 
@@ -91,6 +108,13 @@ def test_api_v1_node_has_every_statistic_and_staleness(watcher):
     doc = watcher.json("/api/v1/nodes")
     assert doc["window"] == {"duration": "5m", "seconds": 300.0}
     assert doc["lastPoll"]["ok"] is True and doc["source"] == "Prometheus"
+
+
+def test_extra_metric_reads_the_receive_rate(watcher):
+    for i, node in enumerate(NODES):
+        net = watcher.json(f"/api/v1/nodes/{node}")["metrics"]["net_rx"]
+        assert net["type"] == "Bandwidth" and net["unit"] == "bytes/s"
+        assert abs(net["latest"] - 1000.0 * (i + 1)) <= 0.02 * 1000.0 * (i + 1)
 
 
 def test_samples_of_one_node(watcher):
