@@ -22,6 +22,7 @@ import logging
 import random
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -39,6 +40,7 @@ WATCH_SECONDS = 300  # server-side watch timeout; the client's read timeout is a
 CONNECT_TIMEOUT = 5.0
 LIST_TIMEOUT = 60.0
 TERMINAL_PHASES = ("Succeeded", "Failed")
+ASSUME_GRACE = 30.0  # seconds a binding may take before a re-list may drop its assumption
 
 
 class Listener(Protocol):
@@ -197,6 +199,7 @@ class ClusterCache:
         self._listener = listener
         self._placed: dict[str, str] = {}  # uid -> node, bound or assumed
         self._assumed: dict[str, str] = {}  # uid -> node, not yet confirmed by the watch
+        self._assumed_at: dict[str, float] = {}  # uid -> monotonic time of the assumption
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods on a node we do not know
         self._pending: set[str] = set()  # uids handed to the listener as pending
         self._signatures: dict[str, tuple[Any, ...]] = {}
@@ -231,13 +234,14 @@ class ClusterCache:
             node.add_pod(pod)
             self._placed[pod.uid] = node_name
             self._assumed[pod.uid] = node_name
+            self._assumed_at[pod.uid] = time.monotonic()
             self._pending.discard(pod.uid)
             return True
 
     def forget(self, pod: PodInfo) -> None:
         """Undo `assume` (the bind failed); a pod the watch already confirmed stays."""
         with self.lock:
-            node_name = self._assumed.pop(pod.uid, None)
+            node_name = self._unassume(pod.uid)
             if node_name is None:
                 return
             self._unplace(pod.uid)
@@ -314,7 +318,17 @@ class ClusterCache:
             seen.add((obj.get("metadata") or {}).get("uid"))
             self._pod_event("ADDED", obj)
         with self.lock:
-            gone = [uid for uid in self._placed if uid not in seen and uid not in self._assumed]
+            # An assumption younger than ASSUME_GRACE may be a bind still in flight; an older one
+            # missing from a fresh list belongs to a pod deleted while the watch was down.
+            now = time.monotonic()
+            gone = [
+                uid
+                for uid in self._placed
+                if uid not in seen
+                and (uid not in self._assumed or now - self._assumed_at[uid] > ASSUME_GRACE)
+            ]
+            for uid in gone:
+                self._unassume(uid)
             gone_pending = [uid for uid in self._pending if uid not in seen]
             for uid in gone:
                 self._unplace(uid)
@@ -333,7 +347,7 @@ class ClusterCache:
         if kind == "DELETED" or phase in TERMINAL_PHASES:
             with self.lock:
                 was_placed = self._unplace(uid)
-                self._assumed.pop(uid, None)
+                self._unassume(uid)
                 self._pending.discard(uid)
             self._listener.pod_gone(uid)
             if was_placed:
@@ -346,7 +360,7 @@ class ClusterCache:
                 with self.lock:
                     if self._assumed.get(uid) == node_name:
                         # Our own binding confirmed: the assumed copy is already counted.
-                        del self._assumed[uid]
+                        self._unassume(uid)
                         return
             pod = self._parse(obj)  # outside the lock: the cycle may be holding it
             if pod is None:
@@ -354,7 +368,7 @@ class ClusterCache:
             with self.lock:
                 was_pending = uid in self._pending
                 self._pending.discard(uid)
-                self._assumed.pop(uid, None)
+                self._unassume(uid)
                 if self._placed.get(uid) not in (None, node_name):
                     self._unplace(uid)
                 self._place(pod, node_name)
@@ -383,6 +397,10 @@ class ClusterCache:
             meta = obj.get("metadata") or {}
             log.warning("pod %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), exc)
             return None
+
+    def _unassume(self, uid: str) -> str | None:
+        self._assumed_at.pop(uid, None)
+        return self._assumed.pop(uid, None)
 
     def _place(self, pod: PodInfo, node_name: str) -> None:
         self._placed[pod.uid] = node_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from scheduler.cache import ClusterCache
+from scheduler.cache import ASSUME_GRACE, ClusterCache
 from scheduler.resources import pod_info
 
 
@@ -131,3 +131,13 @@ def test_relist_drops_what_disappeared(cache):
     assert {"uid-a", "uid-pending"} <= set(cache.rec.gone)
     cache._replace_nodes([node("n2")])
     assert set(cache.nodes) == {"n2"}
+
+
+def test_relist_keeps_fresh_assumptions_and_drops_stale_ones(cache):
+    fresh, stale = pod_info(pod("fresh")), pod_info(pod("stale"))
+    cache.assume(stale, "n1")
+    cache._assumed_at[stale.uid] -= ASSUME_GRACE + 1  # its bind ended long ago
+    cache.assume(fresh, "n1")
+    cache._replace_pods([])  # neither pod is in the new list
+    assert set(cache.nodes["n1"].pods) == {fresh.uid}
+    assert cache.is_assumed(fresh.uid) and not cache.is_assumed(stale.uid)
