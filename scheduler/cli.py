@@ -27,6 +27,12 @@ def register(subparsers: Any) -> None:
         default="0.0.0.0:10259",
         help="HOST:PORT for /metrics and /healthz (default %(default)s; empty: off)",
     )
+    p.add_argument(
+        "--extender-listen",
+        default="",
+        help="HOST:PORT to also serve kube-scheduler's extender API (filter, prioritize, bind)",
+    )
+    p.add_argument("--extender-profile", default="", help="profile the extender uses")
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -67,8 +73,14 @@ def run(args: argparse.Namespace) -> int:
         metrics_listen=args.metrics_listen or None,
         watcher_interval=args.watcher_interval,
         identity=args.identity,
+        extender_listen=args.extender_listen or None,
+        extender_profile=args.extender_profile,
     )
-    runtime = Runtime(cfg, api, profiles, options)
+    try:
+        runtime = Runtime(cfg, api, profiles, options)
+    except ConfigError as exc:
+        print(f"ballast scheduler: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

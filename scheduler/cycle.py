@@ -130,7 +130,7 @@ class Cycle:
                 self.queue.requeue_backoff(pod)
                 return ERROR
             # Counted now, not when the bind returns: the next pod of a burst must see it.
-            self.recent.record(pod.uid, chosen, self._predicted_cpu_m(pod), now)
+            self.recent.record(pod.uid, chosen, self.predicted_cpu_m(pod), now)
         self.queue.done(pod.uid)
         self.binder.bind(pod, chosen)
         return SCHEDULED
@@ -166,7 +166,7 @@ class Cycle:
             if count:
                 self.telemetry.fallbacks.labels(reason).inc(count)
 
-    def _predicted_cpu_m(self, pod: PodInfo) -> int:
+    def predicted_cpu_m(self, pod: PodInfo) -> int:
         """The recently-bound estimate, with the profile's TargetLoadPacking args if any."""
         profile = self.profiles.get(pod.scheduler_name)
         for plugin, _ in profile.scores if profile else ():
@@ -183,7 +183,7 @@ class Cycle:
         score = self._won.pop(pod.uid, None)
         if result == binding.BOUND:
             # The window must contain the pod's usage after its start, i.e. after this moment.
-            self.recent.record(pod.uid, node, self._predicted_cpu_m(pod))
+            self.recent.record(pod.uid, node, self.predicted_cpu_m(pod))
             self.events.scheduled(pod, node, score)
             if pod.created:
                 self.telemetry.e2e.observe(max(0.0, time.time() - pod.created))

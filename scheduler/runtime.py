@@ -22,7 +22,9 @@ from scheduler.binder import Binder
 from scheduler.cache import ClusterCache
 from scheduler.config import SchedulerConfig
 from scheduler.cycle import Cycle, Profile
+from scheduler.errors import ConfigError
 from scheduler.events import EventRecorder
+from scheduler.extender import Extender, ExtenderServer
 from scheduler.framework import PodInfo
 from scheduler.leader import LeaderElector
 from scheduler.metrics_client import MetricsClient
@@ -48,6 +50,8 @@ class RuntimeOptions:
     unschedulable_flush: float = 60.0
     sync_timeout: float = 60.0
     metrics_listen: str | None = None  # "HOST:PORT"; None: no HTTP server
+    extender_listen: str | None = None  # "HOST:PORT": also serve kube-scheduler's extender API
+    extender_profile: str = ""  # the profile the extender uses (default: the first)
     identity: str = ""
 
 
@@ -136,6 +140,21 @@ class Runtime:
         if opts.metrics_listen:
             host, _, port = opts.metrics_listen.rpartition(":")
             self.server = StatusServer(host or "0.0.0.0", int(port), self.telemetry, self.health)
+        self.extender: ExtenderServer | None = None
+        if opts.extender_listen:
+            name = opts.extender_profile or next(iter(profiles))
+            if name not in profiles:
+                raise ConfigError(f"extender profile {name!r}: no such profile")
+            ext = Extender(
+                profiles[name],
+                self.cache,
+                self.metrics.loads,
+                self.recent,
+                api,
+                self.cycle.predicted_cpu_m,
+            )
+            host, _, port = opts.extender_listen.rpartition(":")
+            self.extender = ExtenderServer(host or "0.0.0.0", int(port), ext)
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
         self.lost_lease = threading.Event()
@@ -143,6 +162,8 @@ class Runtime:
     def start(self) -> None:
         if self.server is not None:
             self.server.start()
+        if self.extender is not None:
+            self.extender.start()
         self.events.start()
         self.metrics.start()
         if self.elector is not None:
@@ -166,6 +187,8 @@ class Runtime:
         self.events.stop()
         if self.server is not None:
             self.server.stop()
+        if self.extender is not None:
+            self.extender.stop()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until stopped or the lease is lost; True when the lease was lost."""

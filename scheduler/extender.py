@@ -1,0 +1,200 @@
+"""HTTP extender mode: an existing kube-scheduler asks Ballast to filter, prioritize and bind.
+
+kube-scheduler POSTs JSON to `urlPrefix/verb` (keys are Go field names, no json tags):
+- filter: {"Pod", "Nodes": {"items": [...]} | null, "NodeNames": [...] | null}
+  -> {"Nodes" | "NodeNames", "FailedNodes": {node: reason}, "FailedAndUnresolvableNodes", "Error"}
+- prioritize: same request -> [{"Host", "Score"}], Score 0..10 (kube-scheduler multiplies by the
+  extender's weight and by 10);
+- bind: {"PodName", "PodNamespace", "PodUID", "Node"} -> {"Error"}.
+Ballast answers from its own cache and the watcher snapshot with one profile's plugins. Configure
+`bindVerb` too: binding through Ballast is how it learns where a pod went, so that a burst of
+pods counts on its nodes before the watcher's window shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from kubernetes import client
+
+from scheduler import kubeapi, resources
+from scheduler.binder import TIMEOUT, binding_body
+from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.profile import Profile
+
+log = logging.getLogger(__name__)
+
+MAX_EXTENDER_PRIORITY = 10
+_REMEMBERED = 10_000  # pods seen in filter/prioritize, for their CPU prediction at bind time
+
+
+class Extender:
+    def __init__(
+        self,
+        profile: Profile,
+        cache: Any,
+        loads: Callable[[], dict[str, Any]],
+        recent: Any,
+        api: client.ApiClient,
+        predicted_cpu_m: Callable[[PodInfo], int],
+    ) -> None:
+        self.profile = profile
+        self.cache = cache
+        self.loads = loads
+        self.recent = recent
+        self.api = api
+        self.predicted_cpu_m = predicted_cpu_m
+        self.calls = {"filter": 0, "prioritize": 0, "bind": 0}
+        self._seen: OrderedDict[str, PodInfo] = OrderedDict()
+        self._seen_lock = threading.Lock()
+
+    # --- verbs ----------------------------------------------------------------------------
+    def filter(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls["filter"] += 1
+        pod, names, given = self._request(args)
+        with self.cache.lock:
+            nodes, missing = self._nodes(names, given)
+            feasible, reasons = self.profile.filter(pod, nodes, self._snapshot(), CycleState())
+        failed = {name: "; ".join(why) for name, why in reasons.items()}
+        failed.update(dict.fromkeys(missing, "node not in Ballast's cache"))
+        ok = [n.name for n in feasible]
+        answer: dict[str, Any] = {
+            "NodeNames": ok,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": {},
+            "Error": "",
+        }
+        if args.get("Nodes") is not None:
+            keep = set(ok)
+            items = (args.get("Nodes") or {}).get("items") or []
+            answer["Nodes"] = {"items": [i for i in items if _name(i) in keep]}
+            answer["NodeNames"] = None
+        return answer
+
+    def prioritize(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        self.calls["prioritize"] += 1
+        pod, names, given = self._request(args)
+        with self.cache.lock:
+            nodes, missing = self._nodes(names, given)
+            totals = self.profile.score(pod, nodes, self._snapshot(), CycleState()) if nodes else {}
+        weight = sum(w for _, w in self.profile.scores) or 1
+        top = MAX_NODE_SCORE * weight
+        out = [
+            {"Host": n, "Score": resources.go_round(totals[n] * MAX_EXTENDER_PRIORITY / top)}
+            for n in totals
+        ]
+        return out + [{"Host": n, "Score": 0} for n in missing]
+
+    def bind(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls["bind"] += 1
+        name, namespace = args.get("PodName"), args.get("PodNamespace")
+        uid, node = args.get("PodUID", ""), args.get("Node")
+        if not (name and namespace and node):
+            return {"Error": "bind needs PodName, PodNamespace and Node"}
+        with self._seen_lock:
+            pod = self._seen.get(uid)
+        if pod is None:  # not seen in filter: a stand-in with what the request says
+            pod = PodInfo(name, namespace, uid, "", 0, 0.0, "", "", {}, {}, {})
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+        try:
+            answer = kubeapi.request(self.api, "POST", path, binding_body(pod, node), TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - reported to kube-scheduler, which retries
+            return {"Error": f"{type(exc).__name__}: {exc}"}
+        if not answer.ok:
+            return {"Error": answer.message()}
+        if pod.raw:
+            self.recent.record(uid, node, self.predicted_cpu_m(pod))
+        return {"Error": ""}
+
+    # --- helpers --------------------------------------------------------------------------
+    def _request(self, args: dict[str, Any]) -> tuple[PodInfo, list[str], dict[str, Any]]:
+        if not isinstance(args, dict) or not isinstance(args.get("Pod"), dict):
+            raise ValueError("request: expected an object with a Pod")
+        pod = resources.pod_info(args["Pod"])
+        given = {_name(i): i for i in (args.get("Nodes") or {}).get("items") or []}
+        names = args.get("NodeNames") or list(given)
+        with self._seen_lock:
+            self._seen[pod.uid] = pod
+            self._seen.move_to_end(pod.uid)
+            while len(self._seen) > _REMEMBERED:
+                self._seen.popitem(last=False)
+        return pod, list(names), given
+
+    def _nodes(self, names: list[str], given: dict[str, Any]) -> tuple[list[NodeInfo], list[str]]:
+        nodes, missing = [], []
+        for name in names:
+            node = self.cache.nodes.get(name)
+            if node is None and name in given:
+                node = resources.node_info(given[name])  # no pods known on it
+            if node is None:
+                missing.append(name)
+            else:
+                nodes.append(node)
+        return nodes, missing
+
+    def _snapshot(self) -> Snapshot:
+        loads = self.loads()
+        now = time.time()
+        return Snapshot(
+            nodes=self.cache.nodes,
+            loads=loads,
+            now=now,
+            recent_cpu_m=self.recent.cpu_by_node(loads, now),
+        )
+
+
+def _name(item: Any) -> str:
+    return ((item or {}).get("metadata") or {}).get("name", "")
+
+
+class ExtenderServer:
+    def __init__(self, host: str, port: int, extender: Extender) -> None:
+        verbs: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "filter": extender.filter,
+            "prioritize": extender.prioritize,
+            "bind": extender.bind,
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+                handler = verbs.get(verb)
+                if handler is None:
+                    self._send(404, {"Error": f"unknown verb {verb!r}"})
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    args = json.loads(self.rfile.read(length) or b"{}")
+                    self._send(200, handler(args))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self._send(400, {"Error": f"bad {verb} request: {exc}"})
+
+            def _send(self, code: int, doc: Any) -> None:
+                body = json.dumps(doc).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, fmt: str, *args: Any) -> None:
+                log.debug("extender: " + fmt, *args)
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
