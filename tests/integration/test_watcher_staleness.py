@@ -70,3 +70,18 @@ def test_states_follow_exporter_and_prometheus(make_exporter, make_prometheus, m
     wait_for(lambda: node_state(watcher) == "fresh", timeout=40, what="fresh after restart")
     wait_for(lambda: watcher.get("/readyz").status_code == 200, timeout=10, what="ready")
     assert watcher.get("/watcher/health").status_code == 200
+
+
+def test_a_removed_node_leaves_after_the_window(exporter, prometheus, make_watcher):
+    exporter.set("gone-soon", cpu=10.0, memory=10.0)
+    exporter.set("stays", cpu=20.0, memory=20.0)
+    watcher = make_watcher(prometheus.url, window=4.0, rate_range="3s")
+    watcher.wait_nodes(["gone-soon", "stays"])
+    exporter.remove("gone-soon")
+    wait_for(
+        lambda: "gone-soon" not in watcher.json("/api/v1/nodes")["nodes"],
+        timeout=20,
+        what="the removed node to leave the window",
+    )
+    assert "stays" in watcher.json("/api/v1/nodes")["nodes"]
+    assert watcher.get("/api/v1/nodes/gone-soon").status_code == 404
