@@ -207,6 +207,16 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        """The rejections among `nodes`, by index; the same verdicts as `filter` node by node,
+        for the price of one call (most nodes pass, and a call per node and plugin adds up)."""
+        ...
+
+
+@runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
         """0..MAX_NODE_SCORE before normalisation."""

@@ -13,6 +13,7 @@ import numpy as np
 from scheduler import registry
 from scheduler.config import ProfileConfig, SchedulerConfig
 from scheduler.framework import (
+    BatchFilterPlugin,
     BatchScorePlugin,
     CycleState,
     FilterPlugin,
@@ -40,6 +41,7 @@ class Profile:
         self.scores = scores
         # Protocol isinstance checks are slow; settle each plugin's extension points once.
         self._pre_filter = [isinstance(p, PreFilterPlugin) for p in filters]
+        self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
         self._score_kinds = [
             (
                 isinstance(p, PreScorePlugin),
@@ -78,17 +80,24 @@ class Profile:
                 for p, pre in zip(self.filters, self._pre_filter, strict=True)
                 if not pre or p.pre_filter(state, pod, snap)
             ]
-        feasible: list[NodeInfo] = []
         reasons: dict[str, list[str]] = {}
-        for node in nodes:
-            for plugin in active:
-                status = plugin.filter(state, pod, node, snap)
-                if not status.ok:
-                    reasons[node.name] = list(status.reasons)
-                    break
+        # Plugin by plugin over the nodes still standing, so a node stops at its first failing
+        # plugin as in kube-scheduler; batch plugins judge all of them in one call.
+        feasible = nodes
+        for plugin in active:
+            if id(plugin) in self._batch_filter:
+                rejected = plugin.filter_all(state, pod, feasible, snap)
             else:
-                feasible.append(node)
-        return feasible, reasons
+                rejected = {}
+                for i, node in enumerate(feasible):
+                    status = plugin.filter(state, pod, node, snap)
+                    if not status.ok:
+                        rejected[i] = status
+            if rejected:
+                for i, status in rejected.items():
+                    reasons[feasible[i].name] = list(status.reasons)
+                feasible = [node for i, node in enumerate(feasible) if i not in rejected]
+        return list(feasible) if feasible is nodes else feasible, reasons
 
     def score(
         self,

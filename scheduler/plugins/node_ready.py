@@ -27,3 +27,12 @@ class Plugin:
         if all(tolerated(tols, taint) for taint in _TAINTS):
             return Status.success()
         return Status.reject("node(s) were not ready")
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        not_ready = [i for i, node in enumerate(nodes) if not node.ready]
+        if not not_ready:
+            return {}
+        status = self.filter(state, pod, nodes[not_ready[0]], snap)  # the same for every one
+        return {} if status.ok else dict.fromkeys(not_ready, status)

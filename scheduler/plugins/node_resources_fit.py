@@ -73,6 +73,27 @@ class Plugin:
                 reasons.append(f"Insufficient {name}")
         return Status.reject(*reasons) if reasons else Status.success()
 
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        wanted = state.get(_KEY)
+        if wanted is None:
+            wanted = self._wanted(pod)
+        rejected = {}
+        # The common pass first, without building reasons; a node that fails is judged again
+        # by `filter` for its full list of reasons.
+        for i, node in enumerate(nodes):
+            requested, allocatable = node.requested, node.allocatable
+            fits = len(node.pods) < allocatable.get(PODS, 0)
+            if fits:
+                for name, value in wanted:
+                    if value > allocatable.get(name, 0) - requested.get(name, 0):
+                        fits = False
+                        break
+            if not fits:
+                rejected[i] = self.filter(state, pod, node, snap)
+        return rejected
+
 
 _FIRST = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
 

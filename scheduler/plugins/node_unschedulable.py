@@ -20,3 +20,12 @@ class Plugin:
         if node.unschedulable and not tolerated(tolerations(pod), _TAINT):
             return Status.reject("node(s) were unschedulable", unresolvable=True)
         return Status.success()
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        cordoned = [i for i, node in enumerate(nodes) if node.unschedulable]
+        if not cordoned or tolerated(tolerations(pod), _TAINT):
+            return {}
+        status = Status.reject("node(s) were unschedulable", unresolvable=True)
+        return dict.fromkeys(cordoned, status)

@@ -61,6 +61,17 @@ class Plugin:
                 )
         return Status.success()
 
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        rejected = {}
+        for i, node in enumerate(nodes):
+            if node.taints:
+                status = self.filter(state, pod, node, snap)
+                if not status.ok:
+                    rejected[i] = status
+        return rejected
+
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> bool:

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import parse_prediction, trimaran_spec, usage
+from scheduler.plugins.loadview import (
+    parse_prediction,
+    trimaran_spec,
+    usage,
+    usage_arrays,
+)
 from scheduler.resources import go_round, go_round_array, predicted_cpu_m
 
 if TYPE_CHECKING:
@@ -111,13 +116,9 @@ class Plugin:
         if _KEY not in state:
             self.pre_score(state, pod, nodes, snap)
         recent = snap.recent_cpu_m
-        used, weight, capacity, recent_m = [], [], [], []
-        for node in nodes:
-            u = usage(state, node, snap, CPU)
-            used.append(u.avg)
-            weight.append(u.weight)
-            capacity.append(node.capacity.get(CPU, 0))
-            recent_m.append(recent.get(node.name, 0))
+        used, _, weight = usage_arrays(state, nodes, snap, CPU)
+        capacity = [node.capacity.get(CPU, 0) for node in nodes]
+        recent_m = [recent.get(node.name, 0) for node in nodes] if recent else 0.0
         scores = tlp_scores(
             np.asarray(used, dtype=np.float64),
             np.asarray(capacity, dtype=np.float64),
