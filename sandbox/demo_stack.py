@@ -20,7 +20,7 @@ from sandbox.errors import StartupError
 
 READY_TIMEOUT = 60.0
 # Everything the demo runs is throwaway: a service that ignores SIGTERM this long is killed.
-STOP_TIMEOUT = 5.0
+STOP_TIMEOUT = 10.0
 
 
 class Stack:

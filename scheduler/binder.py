@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from kubernetes import client
@@ -41,12 +41,21 @@ class Binder:
         self._api = api
         self._outcome = outcome
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="bind")
+        self._inflight: set[Future[None]] = set()
 
     def bind(self, pod: PodInfo, node: str) -> None:
-        self._pool.submit(self._bind, pod, node)
+        future = self._pool.submit(self._bind, pod, node)
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
 
-    def stop(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=False)
+    def stop(self, timeout: float | None = None) -> int:
+        """Let queued and running binds finish for up to `timeout` seconds; returns how many
+        were abandoned (their pods stay Pending for the next leader)."""
+        self._pool.shutdown(wait=False)
+        _, left = wait(list(self._inflight), timeout=timeout)
+        for future in left:
+            future.cancel()
+        return len(left)
 
     def _bind(self, pod: PodInfo, node: str) -> None:
         result, detail = BOUND, ""

@@ -93,10 +93,11 @@ class Reflector:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         interrupt(self._resp)
-        self._thread.join(timeout=5)
+        if self._thread.ident is not None:  # a stop during start-up may come before ours
+            self._thread.join(timeout=timeout)
 
     def _run(self) -> None:
         failures = 0
@@ -220,9 +221,10 @@ class ClusterCache:
     def wait_synced(self, timeout: float) -> bool:
         return self.node_reflector.synced.wait(timeout) and self.pod_reflector.synced.wait(timeout)
 
-    def stop(self) -> None:
-        self.pod_reflector.stop()
-        self.node_reflector.stop()
+    def stop(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        self.pod_reflector.stop(timeout)
+        self.node_reflector.stop(max(0.0, deadline - time.monotonic()))
 
     # --- the cycle's side ---------------------------------------------------------------
     def assume(self, pod: PodInfo, node_name: str) -> bool:

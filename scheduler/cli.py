@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -82,16 +83,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"ballast scheduler: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():  # a second signal: the operator does not want to wait
+            os._exit(128 + signum)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    runtime.start()
+        signal.signal(sig, on_signal)
+    # Started on a thread so that a signal during a slow first list still ends us promptly.
+    threading.Thread(target=runtime.start, name="start", daemon=True).start()
     lost = False
     while not stop.is_set():
         if runtime.wait(timeout=0.5):
             lost = True
             break
+    log = logging.getLogger(__name__)
+    log.info("stopping (%s)", "lease lost" if lost else "signal")
     runtime.stop()
     if lost:
-        logging.getLogger(__name__).error("leader lease lost; exiting so a restart starts clean")
+        log.error("leader lease lost; exiting so a restart starts clean")
         return 1
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -85,13 +86,15 @@ class EventRecorder:
             thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Post what is queued for up to `timeout` seconds, then leave the rest."""
+        deadline = time.monotonic() + timeout
         for _ in self._threads:
             try:
-                self._queue.put(None, timeout=timeout)
+                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
             except queue.Full:
                 break
         for thread in self._threads:
-            thread.join(timeout=timeout)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def scheduled(self, pod: PodInfo, node: str, score: int | None = None) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"

@@ -63,12 +63,17 @@ class LeaderElector:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, release: bool = True) -> None:
+    def stop(self, release: bool = True, timeout: float | None = None) -> bool:
+        """Stop renewing; when leading and `release`, hand the Lease back. True if released."""
         self._stop.set()
-        self._thread.join(timeout=self.retry_period + 6)
+        self._thread.join(timeout=self.retry_period + 6 if timeout is None else timeout)
+        released = False
         if release and self.is_leader():
-            self._release()
+            # A renewal still in flight may bump the resourceVersion under us: read again.
+            released = self._release() or self._release()
         self._renewed_at = None
+        self.became_leader.clear()
+        return released
 
     def is_leader(self) -> bool:
         renewed = self._renewed_at
@@ -159,8 +164,10 @@ class LeaderElector:
         self._observed_at = time.monotonic()
         return True
 
-    def _release(self) -> None:
-        """Hand the lease back on a clean shutdown so a standby takes over at once."""
+    def _release(self) -> bool:
+        """Hand the lease back on a clean shutdown so a standby takes over at once.
+
+        As client-go does: no holder, a one-second duration, so every candidate may take it."""
         try:
             resp = self._coord.read_namespaced_lease(
                 self.name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
@@ -168,7 +175,7 @@ class LeaderElector:
             lease = json.loads(resp.data)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
-                return
+                return False
             spec["holderIdentity"] = ""
             spec["leaseDurationSeconds"] = 1
             spec["renewTime"] = micro_time()
@@ -181,3 +188,6 @@ class LeaderElector:
             )
         except Exception as exc:  # noqa: BLE001 - best effort on the way out
             log.info("lease %s not released: %s", self.name, exc)
+            return False
+        log.info("%s released the lease %s", self.identity, self.name)
+        return True

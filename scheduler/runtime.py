@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,10 @@ from scheduler.recent import RecentlyBound
 from scheduler.server import StatusServer, Telemetry
 
 log = logging.getLogger(__name__)
+
+# Seconds a clean stop may spend finishing binds and events; orchestrators (kubelet, the demo)
+# escalate to SIGKILL after their own grace period, which is longer.
+STOP_GRACE = 3.0
 
 
 @dataclass
@@ -156,6 +161,7 @@ class Runtime:
             host, _, port = opts.extender_listen.rpartition(":")
             self.extender = ExtenderServer(host or "0.0.0.0", int(port), ext)
         self._stop = threading.Event()
+        self._stopped = False
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
         self.lost_lease = threading.Event()
 
@@ -170,25 +176,49 @@ class Runtime:
             self.elector.start()
         opts = self.options
         self.cache.start()
-        if not self.cache.wait_synced(self.options.sync_timeout):
-            log.warning("cache not synced after %.0fs; scheduling anyway", opts.sync_timeout)
+        # In slices, so that a stop asked for during start-up is not held up by a slow list.
+        deadline = time.monotonic() + opts.sync_timeout
+        while not self.cache.wait_synced(0.2):
+            if self._stop.is_set():
+                return
+            if time.monotonic() > deadline:
+                log.warning("cache not synced after %.0fs; scheduling anyway", opts.sync_timeout)
+                break
+        if self._stop.is_set():
+            return
         self._loop.start()
         log.info("scheduler %s serving %s", self.identity, ", ".join(sorted(self.cycle.profiles)))
 
-    def stop(self) -> None:
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Stop within about `grace` seconds: no new pods, in-flight binds finish or are
+        abandoned (their pods stay Pending for whoever leads next), the Lease is handed back,
+        then the watches and servers close. Safe to call more than once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        deadline = time.monotonic() + grace
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
         self._stop.set()
         self.queue.close()
-        self._loop.join(timeout=5)
-        self.cycle.binder.stop()
+        if self._loop.is_alive():
+            self._loop.join(timeout=left())
+        abandoned = self.cycle.binder.stop(timeout=left())
+        if abandoned:
+            log.warning("stopping: %d bindings abandoned; their pods stay Pending", abandoned)
+        # After the binds: a standby taking over now cannot race one of ours.
         if self.elector is not None:
-            self.elector.stop()
-        self.cache.stop()
+            self.elector.stop(release=True, timeout=left())
         self.metrics.stop()
-        self.events.stop()
+        self.cache.stop(timeout=left())
+        self.events.stop(timeout=left())
         if self.server is not None:
             self.server.stop()
         if self.extender is not None:
             self.extender.stop()
+        log.info("scheduler %s stopped", self.identity)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until stopped or the lease is lost; True when the lease was lost."""
