@@ -2,7 +2,10 @@
 
 ```yaml
 watcherAddress: http://watcher:2020       # Trimaran's name; also accepted inside plugin args
+watcherTokenFile: /var/run/ballast/token  # or watcherToken: ...; when the watcher wants one
 percentageOfNodesToScore: 0               # 0 = kube-scheduler's adaptive default
+podInitialBackoffSeconds: 1               # a failed pod's retry delay, doubling per failure
+podMaxBackoffSeconds: 10                  # ... up to this
 parallelism: 16
 leaderElection: {leaderElect: true, leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s,
                  resourceName: ballast-scheduler, resourceNamespace: kube-system}
@@ -46,6 +49,8 @@ DEFAULT_FILTERS = (
 DEFAULT_SCORES = (("TargetLoadPacking", 1), ("NodeAffinity", 2), ("TaintToleration", 3))
 DEFAULT_PARALLELISM = 16
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
+DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1  # kube-scheduler's defaults
+DEFAULT_POD_MAX_BACKOFF_SECONDS = 10
 MAX_WEIGHT = 100
 EXTENSION_POINTS = ("filter", "score", "multiPoint")
 
@@ -198,8 +203,12 @@ class LeaderElectionConfig:
 @dataclass
 class SchedulerConfig:
     watcher_address: str = ""  # empty: no watcher, every node scored from allocation
+    watcher_token: str = ""  # bearer token for the watcher's API
+    watcher_token_file: str = ""  # or a file holding it, re-read when it changes
     percentage_of_nodes_to_score: int = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
     parallelism: int = DEFAULT_PARALLELISM
+    pod_initial_backoff_seconds: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS
+    pod_max_backoff_seconds: float = DEFAULT_POD_MAX_BACKOFF_SECONDS
     leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
     profiles: list[ProfileConfig] = field(default_factory=list)
 
@@ -224,12 +233,27 @@ def parse_config(doc: Any) -> SchedulerConfig:
     f.string("kind", "KubeSchedulerConfiguration", choices=("KubeSchedulerConfiguration",))
     cfg = SchedulerConfig(
         watcher_address=_address(f, "watcherAddress"),
+        watcher_token=f.string("watcherToken", "").strip(),
+        watcher_token_file=f.string("watcherTokenFile", "").strip(),
         percentage_of_nodes_to_score=f.integer(
             "percentageOfNodesToScore", DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE, 0, 100
         ),
         parallelism=f.integer("parallelism", DEFAULT_PARALLELISM, 1, 1024),
+        # Numbers, not only kube-scheduler's integers: sub-second backoff helps tests and demos.
+        pod_initial_backoff_seconds=f.number(
+            "podInitialBackoffSeconds", DEFAULT_POD_INITIAL_BACKOFF_SECONDS, 0.001, 3600
+        ),
+        pod_max_backoff_seconds=f.number(
+            "podMaxBackoffSeconds", DEFAULT_POD_MAX_BACKOFF_SECONDS, 0.001, 3600
+        ),
         leader_election=_leader_election(f.section("leaderElection")),
     )
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        raise f.error(
+            "podMaxBackoffSeconds",
+            f"must be >= podInitialBackoffSeconds ({cfg.pod_initial_backoff_seconds:g}), "
+            f"got {cfg.pod_max_backoff_seconds:g}",
+        )
     names: set[str] = set()
     profiles = f.items("profiles") or [Fields({}, "profiles[0]")]
     for pf in profiles:
@@ -241,7 +265,25 @@ def parse_config(doc: Any) -> SchedulerConfig:
     f.finish()
     if not cfg.watcher_address:
         cfg.watcher_address = _watcher_from_args(cfg.profiles)
+    _check_token(cfg)
     return cfg
+
+
+def _check_token(cfg: SchedulerConfig) -> None:
+    if cfg.watcher_token and cfg.watcher_token_file:
+        raise ConfigError("watcherToken, watcherTokenFile: set one of them, not both")
+    given = "watcherToken" if cfg.watcher_token else "watcherTokenFile"
+    if (cfg.watcher_token or cfg.watcher_token_file) and not cfg.watcher_address:
+        raise ConfigError(f"{given}: set, but there is no watcherAddress to send it to")
+    if cfg.watcher_token_file:
+        try:
+            text = Path(cfg.watcher_token_file).read_text()
+        except OSError as exc:
+            raise ConfigError(
+                f"watcherTokenFile: cannot read {cfg.watcher_token_file}: {exc.strerror or exc}"
+            ) from None
+        if not text.strip():
+            raise ConfigError(f"watcherTokenFile: {cfg.watcher_token_file} is empty")
 
 
 def _address(f: Fields, key: str) -> str:

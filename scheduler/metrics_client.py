@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -189,6 +191,39 @@ def _json(resp: requests.Response) -> Any:
 
 
 # ---- the background client -----------------------------------------------------------------
+class BearerToken:
+    """The watcher's bearer token: a fixed string, or a file re-read whenever it changes (a
+    rotated Kubernetes Secret swaps the file under its mount)."""
+
+    def __init__(self, token: str = "", path: str = "") -> None:
+        self._token = token.strip()
+        self._path = path
+        self._stamp: tuple[int, int, int] | None = None
+        self.reads = 0
+
+    def headers(self) -> dict[str, str]:
+        if self._path:
+            self._reload()
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _reload(self) -> None:
+        try:
+            st = os.stat(self._path)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if stamp == self._stamp:
+                return
+            token = Path(self._path).read_text().strip()
+        except OSError as exc:
+            if self._stamp is not None:  # once per change, not once per fetch
+                log.warning("watcher token file %s: %s; keeping the last token", self._path, exc)
+            self._stamp = None
+            return
+        self._stamp = stamp
+        if token:
+            self._token = token
+            self.reads += 1
+
+
 class MetricsClient:
     def __init__(
         self,
@@ -197,8 +232,10 @@ class MetricsClient:
         timeout: float = 2.0,
         max_backoff: float = 30.0,
         upstream_horizon: float = 120.0,
+        token: BearerToken | None = None,
     ) -> None:
         self.address = (address or "").rstrip("/")
+        self.token = token or BearerToken()
         self.interval = interval
         self.timeout = timeout
         self.max_backoff = max_backoff
@@ -207,6 +244,7 @@ class MetricsClient:
         self.fetches = 0
         self.failures = 0
         self.malformed = 0
+        self.unauthorized = 0  # 401/403: the token is missing, wrong or not accepted
         self.last_success: float | None = None  # local time of the last good answer
         self.last_error: str | None = None
         self._session = requests.Session()
@@ -252,7 +290,12 @@ class MetricsClient:
             self.malformed += 1
             self._failed(f"malformed answer: {exc}")
         except (requests.RequestException, ValueError) as exc:
-            self._failed(f"{type(exc).__name__}: {exc}")
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            if status in (401, 403):
+                self.unauthorized += 1
+                self._failed(f"HTTP {status}: check watcherToken / watcherTokenFile")
+            else:
+                self._failed(f"{type(exc).__name__}: {exc}")
         if ok:
             if self._failed_in_row:
                 log.info("watcher %s answering again (%s API)", self.address, self.mode)
@@ -271,7 +314,9 @@ class MetricsClient:
 
     def _fetch(self) -> None:
         if self.mode == BALLAST:
-            headers = {"If-None-Match": self._etag} if self._etag else {}
+            headers = self.token.headers()
+            if self._etag:
+                headers["If-None-Match"] = self._etag
             resp = self._session.get(
                 self.address + "/api/v1/nodes", headers=headers, timeout=self.timeout
             )
@@ -287,7 +332,9 @@ class MetricsClient:
             self._fetched = parse_ballast(_json(resp), fetched_at)
             self._etag = resp.headers.get("ETag")
             return
-        resp = self._session.get(self.address + "/watcher", timeout=self.timeout)
+        resp = self._session.get(
+            self.address + "/watcher", headers=self.token.headers(), timeout=self.timeout
+        )
         resp.raise_for_status()
         now = time.time()
         self._fetched = parse_envelope(_json(resp), now, now, self.upstream_horizon)

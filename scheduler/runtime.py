@@ -28,7 +28,7 @@ from scheduler.events import EventRecorder
 from scheduler.extender import Extender, ExtenderServer
 from scheduler.framework import PodInfo
 from scheduler.leader import LeaderElector
-from scheduler.metrics_client import MetricsClient
+from scheduler.metrics_client import BearerToken, MetricsClient
 from scheduler.queue import SchedulingQueue
 from scheduler.recent import RecentlyBound
 from scheduler.server import StatusServer, Telemetry
@@ -50,8 +50,8 @@ class RuntimeOptions:
     upstream_horizon: float = 120.0  # freshness of a plain load-watcher snapshot
     provider_lag: float = 15.0  # a sample reaches the watcher this long after the fact
     recent_max_age: float = 300.0  # a bound pod counts on its node at most this long
-    initial_backoff: float = 1.0
-    max_backoff: float = 10.0
+    initial_backoff: float | None = None  # None: the config's podInitialBackoffSeconds
+    max_backoff: float | None = None  # None: the config's podMaxBackoffSeconds
     unschedulable_flush: float = 60.0
     sync_timeout: float = 60.0
     metrics_listen: str | None = None  # "HOST:PORT"; None: no HTTP server
@@ -97,8 +97,11 @@ class Runtime:
         self.options = opts = options or RuntimeOptions()
         self.identity = opts.identity or default_identity()
         self.telemetry = Telemetry()
+        initial, cap = opts.initial_backoff, opts.max_backoff
         self.queue = SchedulingQueue(
-            opts.initial_backoff, opts.max_backoff, opts.unschedulable_flush
+            cfg.pod_initial_backoff_seconds if initial is None else initial,
+            cfg.pod_max_backoff_seconds if cap is None else cap,
+            opts.unschedulable_flush,
         )
         self.recent = RecentlyBound(opts.provider_lag, opts.recent_max_age)
         self.cache = ClusterCache(api, profiles.keys(), _Feed(self.queue, self.recent))
@@ -108,6 +111,7 @@ class Runtime:
             timeout=opts.watcher_timeout,
             max_backoff=opts.watcher_max_backoff,
             upstream_horizon=opts.upstream_horizon,
+            token=BearerToken(cfg.watcher_token, cfg.watcher_token_file),
         )
         self.events = EventRecorder(api, self.identity)
         self.cycle = Cycle(

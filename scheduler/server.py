@@ -93,6 +93,7 @@ class _Live(Collector):
             fetch.add_metric(["total"], client.fetches)
             fetch.add_metric(["failed"], client.failures)
             fetch.add_metric(["malformed"], client.malformed)
+            fetch.add_metric(["unauthorized"], client.unauthorized)
             yield fetch
         cache = self._s.get("cache")
         if cache is not None:

@@ -106,7 +106,7 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
         g.started = time.perf_counter()
         if request.method == "OPTIONS":
             return Response(status=204)
-        if config.api_token and request.path not in OPEN_PATHS and request.path != "/":
+        if config.api_token and not _open(request.path, config.api_open_paths):
             header = request.headers.get("Authorization", "")
             given = header[7:] if header.startswith("Bearer ") else ""
             if not hmac.compare_digest(given.encode(), config.api_token.encode()):
@@ -271,3 +271,11 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
         return send_from_directory(DASHBOARD, name)
 
     return app
+
+
+def _open(path: str, extra: list[str]) -> bool:
+    """Paths served without a token: probes, self-metrics, and the configured extras (each with
+    what lies below it)."""
+    if path == "/" or path in OPEN_PATHS:
+        return True
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in extra)

@@ -101,6 +101,9 @@ class Config:
     workers: int = defaults.WORKERS
     threads: int = defaults.THREADS
     api_token: str = ""
+    # Served without the token even when api_token is set: Trimaran reads /watcher and cannot
+    # send one, so a cluster with both leaves that path open.
+    api_open_paths: list[str] = field(default_factory=list)
     cors_origins: list[str] = field(default_factory=list)
     kubeconfig: str = ""
     map_node_addresses: bool = True
@@ -170,6 +173,9 @@ class Config:
         for name in ("poll_interval", "window", "tolerance", "lock_ttl", "provider_timeout"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
+        for path in self.api_open_paths:
+            if not path.startswith(("/watcher", "/api/")):
+                problems.append(f"api_open_paths: {path!r} is not a /watcher or /api/ path")
         if self.workers < 1 or self.threads < 1:
             problems.append("workers and threads must be >= 1")
         try:
