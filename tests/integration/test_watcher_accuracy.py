@@ -36,9 +36,12 @@ def misreported(nodes: dict) -> list[str]:
                 bad.append(f"{node}.{key}: fewer than 3 samples")
                 continue
             for stat in ("avg", "latest", "min", "max", "p95"):
-                # One sample's value depends on when Prometheus's scrape reached the exporter:
-                # on a busy machine that jitter moves one irate() sample, and min/max show it.
-                allowed = TOLERANCE if stat in ("avg", "latest") else 2 * TOLERANCE
+                # One CPU sample depends on when Prometheus's scrape got an answer from the
+                # exporter, which shares its GIL with the test: irate() passes that jitter on
+                # (measured up to 2.6 points with a busy test thread). The window's average
+                # evens it out; single samples (latest, extremes) get twice the tolerance.
+                single = stat != "avg" and key == "cpu"
+                allowed = 2 * TOLERANCE if single else TOLERANCE
                 if abs(m[stat] - want) > allowed:
                     bad.append(f"{node}.{key}.{stat}={m[stat]:.2f}, truth {want:.2f}")
     return bad
