@@ -191,6 +191,9 @@ def _json(resp: requests.Response) -> Any:
 
 
 # ---- the background client -----------------------------------------------------------------
+_UNREADABLE = (-1, -1, -1)
+
+
 class BearerToken:
     """The watcher's bearer token: a fixed string, or a file re-read whenever it changes (a
     rotated Kubernetes Secret swaps the file under its mount)."""
@@ -214,9 +217,9 @@ class BearerToken:
                 return
             token = Path(self._path).read_text().strip()
         except OSError as exc:
-            if self._stamp is not None:  # once per change, not once per fetch
+            if self._stamp != _UNREADABLE:  # once per change, not once per fetch
                 log.warning("watcher token file %s: %s; keeping the last token", self._path, exc)
-            self._stamp = None
+            self._stamp = _UNREADABLE
             return
         self._stamp = stamp
         if token:

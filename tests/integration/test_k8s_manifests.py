@@ -130,6 +130,28 @@ def test_scheduler_config_map_has_leader_election_on(base):
     assert any(v.get("configMap", {}).get("name") == cm["metadata"]["name"] for v in volumes)
 
 
+def test_watcher_auth_is_on_with_one_token_for_watcher_and_scheduler(base):
+    secret = next(d for d in base if d["metadata"]["name"].startswith("ballast-watcher-token"))
+    assert secret["kind"] == "Secret" and "token" in secret["data"]
+    name = secret["metadata"]["name"]  # with kustomize's hash suffix: references must follow
+    watcher = find(base, "Deployment", "ballast-watcher")["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in watcher["containers"][0]["env"]}
+    assert env["BALLAST_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": name, "key": "token"}
+    # /watcher stays open for Trimaran, which cannot send a token.
+    watcher_env = next(d for d in base if d["metadata"]["name"].startswith("ballast-watcher-env"))
+    assert watcher_env["data"]["BALLAST_API_OPEN_PATHS"] == "/watcher"
+
+    scheduler = find(base, "Deployment", "ballast-scheduler")["spec"]["template"]["spec"]
+    volume = next(v for v in scheduler["volumes"] if "secret" in v)
+    assert volume["secret"]["secretName"] == name
+    (mount,) = [
+        m for m in scheduler["containers"][0]["volumeMounts"] if m["name"] == volume["name"]
+    ]
+    cm = next(d for d in base if d["metadata"]["name"].startswith("ballast-scheduler-config"))
+    config = yaml.safe_load(cm["data"]["scheduler-config.yaml"])
+    assert config["watcherTokenFile"] == f"{mount['mountPath']}/token"
+
+
 def test_base_and_examples_pass_a_server_side_dry_run(kubectl, applied_rbac, base):
     docs = base + render("k8s/examples/trimaran")
     docs += [yaml.safe_load((ROOT / "k8s/examples/pod.yaml").read_text())]
@@ -157,6 +179,7 @@ ALLOWED = [
     (SCHEDULER, "list", "nodes", None),
     (SCHEDULER, "watch", "nodes", None),
     (SCHEDULER, "create", "pods#binding", "default"),
+    (SCHEDULER, "patch", "pods#status", "default"),
     (SCHEDULER, "create", "events", "default"),
     (SCHEDULER, "create", "events.events.k8s.io", "default"),
     (SCHEDULER, "create", "leases.coordination.k8s.io", NAMESPACE),
@@ -175,6 +198,8 @@ DENIED = [
     (SCHEDULER, "update", "nodes", None),
     (SCHEDULER, "patch", "nodes", None),
     (SCHEDULER, "update", "pods", "default"),
+    (SCHEDULER, "patch", "pods", "default"),
+    (SCHEDULER, "update", "pods#status", "default"),
     (SCHEDULER, "create", "pods", "default"),
     (SCHEDULER, "update", "leases.coordination.k8s.io/someone-else", NAMESPACE),
     (SCHEDULER, "update", "leases.coordination.k8s.io/ballast-scheduler", "kube-system"),
