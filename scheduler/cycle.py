@@ -26,6 +26,7 @@ from typing import Any
 
 from scheduler import binder as binding
 from scheduler import resources
+from scheduler.events import SCHEDULER_ERROR
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.profile import Profile, failure_message
 from scheduler.server import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
@@ -94,7 +95,9 @@ class Cycle:
         except Exception as exc:  # noqa: BLE001 - one bad pod must not stop the scheduler
             log.exception("scheduling %s failed", pod.key)
             self.queue.requeue_backoff(pod)
-            self.events.failed(pod, f"scheduler error: {type(exc).__name__}: {exc}")
+            self.events.failed(
+                pod, f"scheduler error: {type(exc).__name__}: {exc}", SCHEDULER_ERROR
+            )
             result = ERROR
         self.telemetry.attempts.labels(result, profile.scheduler_name).inc()
         self.telemetry.latency.labels(result).observe(time.perf_counter() - started)
@@ -197,5 +200,5 @@ class Cycle:
             self.queue.remove(pod.uid)
             return
         log.warning("binding %s to %s failed: %s; requeued", pod.key, node, detail)
-        self.events.failed(pod, f"Binding rejected: {detail}")
+        self.events.failed(pod, f"Binding rejected: {detail}", SCHEDULER_ERROR)
         self.queue.requeue_backoff(pod)

@@ -1,4 +1,5 @@
-"""Kubernetes Events for scheduling outcomes: `Scheduled` and `FailedScheduling`.
+"""Kubernetes Events for scheduling outcomes (`Scheduled`, `FailedScheduling`), and the
+PodScheduled=False condition on pods that could not be placed.
 
 Written as events.k8s.io/v1 Events, as kube-scheduler writes them: `reportingController` is the
 profile's scheduler name, `reportingInstance` this replica's identity. Posting happens on a
@@ -13,10 +14,13 @@ import queue
 import threading
 import time
 import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from scheduler import kubeapi
 from scheduler.framework import PodInfo
@@ -25,6 +29,8 @@ log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT = (5.0, 10.0)
 NORMAL, WARNING = "Normal", "Warning"
+UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled reasons
+MARKED_CAPACITY = 50_000
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -66,16 +72,52 @@ def event_body(
     }
 
 
+def pod_scheduled_false(reason: str, message: str) -> dict[str, Any]:
+    """A strategic-merge patch of pods/status: condition PodScheduled=False, as kube-scheduler
+    writes it for pods it cannot place (kubectl describe and cluster-autoscaler read it)."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            ]
+        }
+    }
+
+
+@dataclass(frozen=True)
+class _Write:
+    method: str
+    path: str
+    body: dict[str, Any]
+    what: str  # for log lines
+    patch_of: tuple[str, str] | None = None  # (pod, namespace) of a pods/status patch
+
+
 class EventRecorder:
+    """Events and PodScheduled conditions, written by worker threads off the scheduling path."""
+
     def __init__(
         self, api: client.ApiClient, instance: str, workers: int = 2, capacity: int = 10_000
     ) -> None:
         self._api = api
+        self._core = client.CoreV1Api(api)
         self.instance = instance
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
+        self._queue: queue.Queue[_Write | None] = queue.Queue(maxsize=capacity)
         self.posted = 0
         self.dropped = 0
         self.errors = 0
+        self.conditions = 0  # PodScheduled=False patches accepted
+        # uid -> the condition last queued: a pod retried with the same outcome is not patched
+        # again (the API write would change nothing but lastTransitionTime).
+        self._marked: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._marked_lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             for i in range(workers)
@@ -100,32 +142,70 @@ class EventRecorder:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
         if score is not None:  # the winning total, so a reader of events sees why this node
             note += f" (score {score})"
+        with self._marked_lock:
+            self._marked.pop(pod.uid, None)
         self._put(pod, "Scheduled", note, NORMAL, "Binding")
 
-    def failed(self, pod: PodInfo, message: str) -> None:
+    def failed(self, pod: PodInfo, message: str, reason: str = UNSCHEDULABLE) -> None:
+        """FailedScheduling, and the pod's PodScheduled=False condition with `reason`
+        (Unschedulable: fits nowhere; SchedulerError: anything else)."""
         self._put(pod, "FailedScheduling", message, WARNING, "Scheduling")
+        with self._marked_lock:
+            if self._marked.get(pod.uid) == (reason, message):
+                return
+            self._marked[pod.uid] = (reason, message)
+            self._marked.move_to_end(pod.uid)
+            while len(self._marked) > MARKED_CAPACITY:
+                self._marked.popitem(last=False)
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        body = pod_scheduled_false(reason, message)
+        self._offer(_Write("PATCH", path, body, f"condition {pod.key}", (pod.name, pod.namespace)))
 
     def _put(self, pod: PodInfo, reason: str, note: str, kind: str, action: str) -> None:
         body = event_body(pod, reason, note, kind, action, pod.scheduler_name, self.instance)
+        path = f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events"
+        self._offer(_Write("POST", path, body, f"event {reason}"))
+
+    def _offer(self, write: _Write) -> None:
         try:
-            self._queue.put_nowait(body)
+            self._queue.put_nowait(write)
         except queue.Full:
             self.dropped += 1
 
+    def _send(self, write: _Write) -> kubeapi.Answer:
+        if write.patch_of is None:
+            return kubeapi.request(self._api, write.method, write.path, write.body, REQUEST_TIMEOUT)
+        # The typed client sends a dict patch as a strategic merge; rare (deduplicated, failures
+        # only), so its cost does not matter here.
+        name, namespace = write.patch_of
+        try:
+            resp = self._core.patch_namespaced_pod_status(
+                name,
+                namespace,
+                write.body,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as exc:
+            return kubeapi.Answer(exc.status or 0, (exc.body or "").encode())
+        return kubeapi.Answer(resp.status, b"")
+
     def _run(self) -> None:
         while True:
-            body = self._queue.get()
-            if body is None:
+            write = self._queue.get()
+            if write is None:
                 return
-            path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
             try:
-                answer = kubeapi.request(self._api, "POST", path, body, REQUEST_TIMEOUT)
-            except Exception as exc:  # noqa: BLE001 - transport errors; events are best effort
+                answer = self._send(write)
+            except Exception as exc:  # noqa: BLE001 - transport errors; best effort
                 self.errors += 1
-                log.debug("event %s not written: %s", body["reason"], exc)
+                log.debug("%s not written: %s", write.what, exc)
                 continue
             if answer.ok:
-                self.posted += 1
-            else:
+                if write.method == "PATCH":
+                    self.conditions += 1
+                else:
+                    self.posted += 1
+            elif answer.status != 404:  # a pod deleted meanwhile needs no condition
                 self.errors += 1
-                log.debug("event %s refused: %s", body["reason"], answer.message())
+                log.debug("%s refused: %s", write.what, answer.message())
