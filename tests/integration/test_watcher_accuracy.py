@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 
+from sandbox.exporter import SyntheticExporter
 from tests.fixtures.ports import wait_for
+from tests.fixtures.prometheus import PrometheusServer
 
 rng = random.Random(7)
 TRUTH = {f"acc-{i:03d}": (rng.uniform(2, 95), rng.uniform(5, 90)) for i in range(120)}
@@ -15,11 +17,20 @@ TOLERANCE = 2.0
 
 
 @pytest.fixture(scope="module")
-def loaded(exporter, prometheus):
+def prometheus_120(tmp_path_factory):
+    """A private exporter and Prometheus: 120 nodes in the session's would crowd other tests."""
+    exporter = SyntheticExporter(cpus=2)
     for node, (cpu, memory) in TRUTH.items():
         exporter.set(node, cpu=cpu, memory=memory)
-    prometheus.wait_for_series('node_memory_MemTotal_bytes{instance=~"acc-.*"}', len(TRUTH))
-    return TRUTH
+    exporter.start()
+    prometheus = PrometheusServer(tmp_path_factory.mktemp("prom-120"), [exporter.target])
+    try:
+        prometheus.start()
+        prometheus.wait_for_series("node_memory_MemTotal_bytes", len(TRUTH))
+        yield prometheus
+    finally:
+        prometheus.stop()
+        exporter.stop()
 
 
 def misreported(nodes: dict) -> list[str]:
@@ -48,9 +59,9 @@ def misreported(nodes: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("store", ["memory", "redis"])
-def test_window_statistics_match_the_truth(store, loaded, prometheus, redis_server, make_watcher):
+def test_window_statistics_match_the_truth(store, prometheus_120, redis_server, make_watcher):
     redis_url = redis_server.url if store == "redis" else None
-    watcher = make_watcher(prometheus.url, redis_url, key_prefix=f"acc-{uuid.uuid4().hex[:8]}:")
+    watcher = make_watcher(prometheus_120.url, redis_url, key_prefix=f"acc-{uuid.uuid4().hex[:8]}:")
     last: list[list[str]] = [[]]
 
     def accurate() -> bool:
