@@ -28,6 +28,7 @@ from scheduler.events import micro_time
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT = (3.0, 5.0)
+RELEASE_TIMEOUT = (1.0, 2.0)
 
 
 class LeaderElector:
@@ -70,7 +71,7 @@ class LeaderElector:
         released = False
         if release and self.is_leader():
             # A renewal still in flight may bump the resourceVersion under us: read again.
-            released = self._release() or self._release()
+            released = self._release()
         self._renewed_at = None
         self.became_leader.clear()
         return released
@@ -167,27 +168,38 @@ class LeaderElector:
     def _release(self) -> bool:
         """Hand the lease back on a clean shutdown so a standby takes over at once.
 
-        As client-go does: no holder, a one-second duration, so every candidate may take it."""
-        try:
-            resp = self._coord.read_namespaced_lease(
-                self.name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            )
-            lease = json.loads(resp.data)
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != self.identity:
+        As client-go does: no holder, a one-second duration, so every candidate may take it.
+        Short timeouts: on the way out a hung API server must not hold the process."""
+        for _ in range(2):  # a renewal still in flight may bump the version under us: once more
+            try:
+                resp = self._coord.read_namespaced_lease(
+                    self.name,
+                    self.namespace,
+                    _preload_content=False,
+                    _request_timeout=RELEASE_TIMEOUT,
+                )
+                lease = json.loads(resp.data)
+                spec = lease.get("spec") or {}
+                if spec.get("holderIdentity") != self.identity:
+                    return False
+                spec["holderIdentity"] = ""
+                spec["leaseDurationSeconds"] = 1
+                spec["renewTime"] = micro_time()
+                self._coord.replace_namespaced_lease(
+                    self.name,
+                    self.namespace,
+                    lease,
+                    _preload_content=False,
+                    _request_timeout=RELEASE_TIMEOUT,
+                )
+            except ApiException as exc:
+                if exc.status == 409:
+                    continue
+                log.info("lease %s not released: HTTP %s", self.name, exc.status)
                 return False
-            spec["holderIdentity"] = ""
-            spec["leaseDurationSeconds"] = 1
-            spec["renewTime"] = micro_time()
-            self._coord.replace_namespaced_lease(
-                self.name,
-                self.namespace,
-                lease,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except Exception as exc:  # noqa: BLE001 - best effort on the way out
-            log.info("lease %s not released: %s", self.name, exc)
-            return False
-        log.info("%s released the lease %s", self.identity, self.name)
-        return True
+            except Exception as exc:  # noqa: BLE001 - best effort on the way out
+                log.info("lease %s not released: %s", self.name, exc)
+                return False
+            log.info("%s released the lease %s", self.identity, self.name)
+            return True
+        return False
