@@ -61,3 +61,14 @@ def test_kustomize_watcher_env_names_are_watcher_settings():
     env = next(g for g in kustomization["configMapGenerator"] if g["name"] == "ballast-watcher-env")
     fields = {f"BALLAST_{name.upper()}" for name in Config.__dataclass_fields__}
     assert {item.split("=", 1)[0] for item in env["literals"]} <= fields
+
+
+def test_openshift_example_sends_the_base_watchers_token():
+    # The operator mounts only the ConfigMap, so the token is inline: it must match the Secret.
+    kustomization = yaml.safe_load((ROOT / "k8s/kustomization.yaml").read_text())
+    generators = kustomization["secretGenerator"]
+    secret = next(g for g in generators if g["name"] == "ballast-watcher-token")
+    token = dict(item.split("=", 1) for item in secret["literals"])["token"]
+    cfg = load_config(ROOT / "k8s/examples/openshift-secondary-scheduler/scheduler-config.yaml")
+    assert cfg.watcher_token == token
+    assert load_config(ROOT / "k8s/scheduler-config.yaml").watcher_token_file
