@@ -162,7 +162,9 @@ class RawBinder:
                 if spec.get("schedulerName") == "raw-bind" and not spec.get("nodeName"):
                     self._work.put((meta["name"], self._nodes[i % len(self._nodes)]))
                     i += 1
-        except Exception:  # noqa: BLE001 - closed at stop
+        except Exception as exc:  # noqa: BLE001 - closed at stop; otherwise the run would hang
+            if not self._tracker_stop.is_set():
+                print(f"raw-bind watch ended: {type(exc).__name__}: {exc}", file=sys.stderr)
             return
 
     def _bind(self) -> None:

@@ -9,6 +9,7 @@ caller forgets the assumption and requeues the pod).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -42,11 +43,23 @@ class Binder:
         self._outcome = outcome
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="bind")
         self._inflight: set[Future[None]] = set()
+        self._lock = threading.Lock()
+        # Set while no binding is queued or running: the event writers wait for it.
+        self.idle = threading.Event()
+        self.idle.set()
 
     def bind(self, pod: PodInfo, node: str) -> None:
-        future = self._pool.submit(self._bind, pod, node)
-        self._inflight.add(future)
-        future.add_done_callback(self._inflight.discard)
+        with self._lock:
+            self.idle.clear()
+            future = self._pool.submit(self._bind, pod, node)
+            self._inflight.add(future)
+        future.add_done_callback(self._finished)
+
+    def _finished(self, future: Future[None]) -> None:
+        with self._lock:
+            self._inflight.discard(future)
+            if not self._inflight:
+                self.idle.set()
 
     def stop(self, timeout: float | None = None) -> int:
         """Let queued and running binds finish for up to `timeout` seconds; returns how many

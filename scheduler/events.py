@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,9 @@ REQUEST_TIMEOUT = (5.0, 10.0)
 NORMAL, WARNING = "Normal", "Warning"
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled reasons
 MARKED_CAPACITY = 50_000
+# With `defer_to`, a write waits for the binder to go idle, but never longer than this: under
+# sustained load events still go out, this much later.
+MAX_HOLD_S = 10.0
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -98,6 +101,7 @@ class _Write:
     body: dict[str, Any]
     what: str  # for log lines
     patch_of: tuple[str, str] | None = None  # (pod, namespace) of a pods/status patch
+    queued: float = field(default_factory=time.monotonic)
 
 
 class EventRecorder:
@@ -118,6 +122,8 @@ class EventRecorder:
         # again (the API write would change nothing but lastTransitionTime).
         self._marked: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._marked_lock = threading.Lock()
+        self._idle: threading.Event | None = None
+        self._stopping = False
         self._threads = [
             threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             for i in range(workers)
@@ -127,8 +133,15 @@ class EventRecorder:
         for thread in self._threads:
             thread.start()
 
+    def defer_to(self, idle: threading.Event) -> None:
+        """Write only while `idle` is set (the binder has nothing queued or running), or once
+        a write has waited MAX_HOLD_S. Each write costs the API server about what a binding
+        costs; during a backlog, bindings go first and the events follow."""
+        self._idle = idle
+
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued for up to `timeout` seconds, then leave the rest."""
+        self._stopping = True
         deadline = time.monotonic() + timeout
         for _ in self._threads:
             try:
@@ -195,6 +208,7 @@ class EventRecorder:
             write = self._queue.get()
             if write is None:
                 return
+            self._hold(write)
             try:
                 answer = self._send(write)
             except Exception as exc:  # noqa: BLE001 - transport errors; best effort
@@ -209,3 +223,15 @@ class EventRecorder:
             elif answer.status != 404:  # a pod deleted meanwhile needs no condition
                 self.errors += 1
                 log.debug("%s refused: %s", write.what, answer.message())
+
+    def _hold(self, write: _Write) -> None:
+        idle = self._idle
+        if idle is None:
+            return
+        deadline = write.queued + MAX_HOLD_S
+        # Short waits: a stop must not sit behind a busy binder.
+        while not self._stopping and not idle.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            idle.wait(min(left, 0.1))

@@ -1,9 +1,10 @@
 """Raw JSON requests to the API server through the kubernetes client's connection pool.
 
-The generated client (v37) validates every body into pydantic models and back; for the two
-calls made once per pod (the binding and its event) that costs more CPU than scheduling the pod.
-These helpers reuse the client's configuration (host, TLS, client certificate or bearer token,
-connection pool) and send plain dicts.
+The generated client (v37) validates every body into pydantic models and back, and even its
+untyped path (`param_serialize` + `call_api`) walks the body and rebuilds headers on every call;
+for the calls made once per pod (the binding and its event) that costs about as much CPU as
+scheduling the pod. These helpers reuse the client's configuration (host, TLS, client
+certificate, bearer token with its refresh hook, connection pool, User-Agent) and send bytes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 from kubernetes import client
 
-_AUTH = ["BearerToken"]
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
@@ -35,6 +36,15 @@ class Answer:
             return f"HTTP {self.status}: {self.body[:200]!r}"
 
 
+def _headers(api: client.ApiClient) -> dict[str, str]:
+    headers = {**api.default_headers, **_HEADERS}
+    # Asked on every call: the configuration's refresh hook may rotate the token.
+    token = api.configuration.auth_settings().get("BearerToken")
+    if token and token.get("value"):
+        headers[token["key"]] = token["value"]
+    return headers
+
+
 def request(
     api: client.ApiClient,
     method: str,
@@ -43,8 +53,11 @@ def request(
     timeout: tuple[float, float] = (5.0, 15.0),
 ) -> Answer:
     """One request; transport errors raise (urllib3/OSError), HTTP errors come back as Answer."""
-    method, url, headers, data, _ = api.param_serialize(
-        method, path, header_params=dict(_HEADERS), body=body, auth_settings=_AUTH
+    resp = api.rest_client.pool_manager.request(
+        method,
+        api.configuration.host + path,
+        body=None if body is None else json.dumps(body).encode(),
+        headers=_headers(api),
+        timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
     )
-    resp = api.call_api(method, url, header_params=headers, body=data, _request_timeout=timeout)
-    return Answer(resp.status, resp.read() or b"")
+    return Answer(resp.status, resp.data or b"")

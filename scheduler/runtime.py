@@ -125,6 +125,7 @@ class Runtime:
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
         )
+        self.events.defer_to(self.cycle.binder.idle)  # bindings first, events after
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
