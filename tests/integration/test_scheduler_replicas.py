@@ -58,8 +58,8 @@ def replicas(tmp_path, sandbox, namespace):
     config = {
         "leaderElection": {
             "leaderElect": True,
-            "leaseDuration": "3s",
-            "renewDeadline": "2s",
+            "leaseDuration": "6s",
+            "renewDeadline": "4s",
             "retryPeriod": "500ms",
             "resourceName": f"ballast-{namespace}",
             "resourceNamespace": namespace,
@@ -90,7 +90,7 @@ def test_two_replicas_bind_every_pod_exactly_once(kube_api, kube_nodes, namespac
 
     # The leader dies without a goodbye; the standby takes over once the lease runs out.
     leader.stop(signal.SIGKILL)
-    wait_for(lambda: "leader" in standby.healthz(), timeout=15, what="the standby to lead")
+    wait_for(lambda: "leader" in standby.healthz(), timeout=30, what="the standby to lead")
     create_pods(kube_api, namespace, [pod_body(f"b{i}", node_selector=label) for i in range(10)])
     wait_bound(kube_api, namespace, 25)
     assert standby.metric("ballast_scheduler_binding_results_total", result="bound") == 10
