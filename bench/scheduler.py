@@ -337,6 +337,39 @@ def _wait_all(tracker: BindTracker, names: list[str]) -> None:
         time.sleep(0.05)
 
 
+def _scheduled_events(api: client.ApiClient, namespace: str, prefix: str) -> int:
+    """Scheduled events about the pods whose names start with `prefix`."""
+    path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+    answer = kubeapi.request(api, "GET", path, None, T)
+    if not answer.ok:
+        return 0
+    items = json.loads(answer.body).get("items") or []
+    return sum(
+        1
+        for e in items
+        if e.get("reason") == "Scheduled"
+        and (e.get("regarding") or {}).get("name", "").startswith(prefix)
+    )
+
+
+def _settle_events(
+    api: client.ApiClient, namespace: str, prefix: str, pods: int, since: float
+) -> dict[str, Any]:
+    """Wait until every pod of the phase has its Scheduled event, or the count has not moved
+    for 3 s (a scheduler may drop events): the next phase then starts on a quiet API server,
+    and the cost of events shows as `events_done_s` whoever writes them late."""
+    deadline = time.monotonic() + 120
+    count, moved = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = _scheduled_events(api, namespace, prefix)
+        if now != count:
+            count, moved = now, time.monotonic()
+        if count >= pods or time.monotonic() - moved > 3:
+            break
+        time.sleep(0.5)
+    return {"events": count, "events_done_s": round(moved - since, 3) if count > 0 else None}
+
+
 def run_one(
     name: str,
     scheduler: str,
@@ -367,6 +400,7 @@ def run_one(
         pods,
     )
     phase1["startup_s"] = round(ready - started, 3)
+    phase1 |= _settle_events(api, namespace, "a", pods, ready)
     print(f"[{name}] backlog {json.dumps(phase1)}", flush=True)
     burst = [f"b{i:05d}" for i in range(pods)]
     print(f"[{name}] creating {pods} pods at once, scheduler running", flush=True)
@@ -376,6 +410,7 @@ def run_one(
     _wait_all(tracker, burst)
     phase2 = _summary({n: tracker.bound[n] for n in burst if n in tracker.bound}, created, pods)
     phase2["creation_seconds"] = round(creation_burst, 3)
+    phase2 |= _settle_events(api, namespace, "b", pods, t0)
     print(f"[{name}] burst {json.dumps(phase2)}", flush=True)
     stop()
     tracker.stop()

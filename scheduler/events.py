@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,9 +32,10 @@ REQUEST_TIMEOUT = (5.0, 10.0)
 NORMAL, WARNING = "Normal", "Warning"
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled reasons
 MARKED_CAPACITY = 50_000
-# With `defer_to`, a write waits for the binder to go idle, but never longer than this: under
+# With `defer_to`, a write waits while the scheduler is busy, but never longer than this: under
 # sustained load events still go out, this much later.
 MAX_HOLD_S = 10.0
+HOLD_POLL_S = 0.05
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -122,7 +124,7 @@ class EventRecorder:
         # again (the API write would change nothing but lastTransitionTime).
         self._marked: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._marked_lock = threading.Lock()
-        self._idle: threading.Event | None = None
+        self._busy: Callable[[], bool] | None = None
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
@@ -133,11 +135,11 @@ class EventRecorder:
         for thread in self._threads:
             thread.start()
 
-    def defer_to(self, idle: threading.Event) -> None:
-        """Write only while `idle` is set (the binder has nothing queued or running), or once
+    def defer_to(self, busy: Callable[[], bool]) -> None:
+        """Write only while `busy()` is false (no pod waits to be scheduled or bound), or once
         a write has waited MAX_HOLD_S. Each write costs the API server about what a binding
         costs; during a backlog, bindings go first and the events follow."""
-        self._idle = idle
+        self._busy = busy
 
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued for up to `timeout` seconds, then leave the rest."""
@@ -225,13 +227,13 @@ class EventRecorder:
                 log.debug("%s refused: %s", write.what, answer.message())
 
     def _hold(self, write: _Write) -> None:
-        idle = self._idle
-        if idle is None:
+        busy = self._busy
+        if busy is None:
             return
         deadline = write.queued + MAX_HOLD_S
-        # Short waits: a stop must not sit behind a busy binder.
-        while not self._stopping and not idle.is_set():
+        # Short sleeps: a stop must not sit behind a busy scheduler.
+        while not self._stopping and busy():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            idle.wait(min(left, 0.1))
+            time.sleep(min(left, HOLD_POLL_S))

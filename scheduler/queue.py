@@ -169,6 +169,11 @@ class SchedulingQueue:
         with self._cond:
             return len(self._entries)
 
+    def has_active(self) -> bool:
+        """Whether pods wait to be popped; lock-free and approximate (a removed pod may still
+        be counted until popped): it only decides whether event writes wait."""
+        return bool(self._active)
+
     def __contains__(self, uid: object) -> bool:
         with self._cond:
             return uid in self._entries

@@ -125,7 +125,9 @@ class Runtime:
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
         )
-        self.events.defer_to(self.cycle.binder.idle)  # bindings first, events after
+        # Bindings first, events after: no event write while pods wait for a cycle or a bind.
+        binder_idle = self.cycle.binder.idle
+        self.events.defer_to(lambda: self.queue.has_active() or not binder_idle.is_set())
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:

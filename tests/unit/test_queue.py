@@ -157,3 +157,13 @@ def test_depth_counts_each_room():
     q.requeue_backoff(a)
     q.unschedulable(b)
     assert q.depth() == {ACTIVE: 1, BACKOFF: 1, UNSCHEDULABLE: 1, IN_FLIGHT: 1}
+
+
+def test_has_active_until_the_last_pod_is_popped():
+    q = SchedulingQueue(clock=Clock())
+    assert not q.has_active()
+    q.add(pod("a"))
+    q.add(pod("b"))
+    assert q.has_active()
+    drain(q)
+    assert not q.has_active()
