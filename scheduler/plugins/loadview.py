@@ -60,9 +60,9 @@ def blend_weight(stats: MetricStats) -> float:
 
 def note_fallback(state: CycleState, node: str, reason: str) -> None:
     """Count a node's fallback once per cycle however many plugins or resources hit it."""
-    counted = state.setdefault(_COUNTED, set())
-    if (node, reason) not in counted:
-        counted.add((node, reason))
+    counted = state.setdefault(_COUNTED, {}).setdefault(reason, set())  # reason -> nodes
+    if node not in counted:
+        counted.add(node)
         state.count_fallback(reason)
 
 
@@ -127,12 +127,12 @@ def usage_arrays(
         weight.append(0.0)
         missing.append(node.name)
     if missing:
-        counted = state.setdefault(_COUNTED, set())
-        new = {(name, MISSING) for name in missing} - counted
-        if new:
-            counted |= new
+        counted = state.setdefault(_COUNTED, {}).setdefault(MISSING, set())
+        before = len(counted)
+        counted.update(missing)
+        if len(counted) > before:
             fallbacks = state.fallbacks
-            fallbacks[MISSING] = fallbacks.get(MISSING, 0) + len(new)
+            fallbacks[MISSING] = fallbacks.get(MISSING, 0) + len(counted) - before
     return avg, std, weight
 
 

@@ -76,7 +76,7 @@ class Plugin:
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> bool:
         # Only a PreferNoSchedule taint somewhere can make nodes differ.
-        return any(t.get("effect") == _SOFT for n in nodes for t in n.taints)
+        return any(t.get("effect") == _SOFT for n in nodes if n.taints for t in n.taints)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
         tols = [t for t in tolerations(pod) if (t.get("effect") or _SOFT) == _SOFT]
