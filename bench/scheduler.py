@@ -15,8 +15,10 @@ Contenders:
 - kube-scheduler: the pinned upstream release, default profile, leader election off, client
   QPS raised to 5000 as kube-scheduler's own scheduler_perf does (its default of 50 would
   measure the rate limiter, not the scheduler).
-Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, and
-how long creating the pods took. JSON in bench/results/scheduler.json.
+Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, how
+long creating the pods took, and the phase's `Scheduled` events: how many were written and when
+the last one was (the next phase starts only after them, so one contender's late events never
+load the API server during another's measurement). JSON in bench/results/scheduler.json.
 """
 
 from __future__ import annotations
