@@ -104,16 +104,26 @@ def usage_arrays(
     state: CycleState, nodes: list[NodeInfo], snap: Snapshot, resource: str
 ) -> tuple[list[float], list[float], list[float]]:
     """(avg, std, weight) of `usage` for many nodes, node order kept; the same numbers and the
-    same fallback counts as calling `usage` on each. Nodes without any load data (the whole
-    cluster when no watcher answers) skip the per-node objects: the cost that matters when a
-    cycle scores hundreds of nodes."""
+    same fallback counts as calling `usage` on each. Nodes with fresh data (the usual case) or
+    without any (the whole cluster when no watcher answers) skip the per-node objects: the cost
+    that matters when a cycle scores hundreds of nodes."""
     loads = snap.loads
     avg: list[float] = []
     std: list[float] = []
     weight: list[float] = []
     missing: list[str] = []
     for node in nodes:
-        if node.name in loads:
+        load = loads.get(node.name)
+        if load is not None:
+            # Fresh data, the common case with a watcher, as `usage` gives it, minus the object.
+            stats = load.metrics.get(resource)
+            if stats is not None and stats.state == FRESH:
+                measured = stats.avg if stats.avg is not None else stats.latest
+                if measured is not None:
+                    avg.append(measured)
+                    std.append(stats.std or 0.0)
+                    weight.append(1.0)
+                    continue
             u = usage(state, node, snap, resource)
             avg.append(u.avg)
             std.append(u.std)
