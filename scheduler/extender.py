@@ -14,22 +14,19 @@ pods counts on its nodes before the watcher's window shows them.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kubernetes import client
 
-from scheduler import kubeapi, resources
+from scheduler import httpserve, kubeapi, resources
 from scheduler.binder import TIMEOUT, binding_body
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.httpserve import BackgroundServer
 from scheduler.profile import Profile
-
-log = logging.getLogger(__name__)
 
 MAX_EXTENDER_PRIORITY = 10
 _REMEMBERED = 10_000  # pods seen in filter/prioritize, for their CPU prediction at bind time
@@ -154,7 +151,7 @@ def _name(item: Any) -> str:
     return ((item or {}).get("metadata") or {}).get("name", "")
 
 
-class ExtenderServer:
+class ExtenderServer(BackgroundServer):
     def __init__(self, host: str, port: int, extender: Extender) -> None:
         verbs: dict[str, Callable[[dict[str, Any]], Any]] = {
             "filter": extender.filter,
@@ -162,39 +159,20 @@ class ExtenderServer:
             "bind": extender.bind,
         }
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(httpserve.Handler):
+            log_prefix = "extender"
+
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
                 handler = verbs.get(verb)
                 if handler is None:
-                    self._send(404, {"Error": f"unknown verb {verb!r}"})
+                    self.send_json(404, {"Error": f"unknown verb {verb!r}"})
                     return
                 try:
                     length = int(self.headers.get("Content-Length") or 0)
                     args = json.loads(self.rfile.read(length) or b"{}")
-                    self._send(200, handler(args))
+                    self.send_json(200, handler(args))
                 except (ValueError, KeyError, TypeError) as exc:
-                    self._send(400, {"Error": f"bad {verb} request: {exc}"})
+                    self.send_json(400, {"Error": f"bad {verb} request: {exc}"})
 
-            def _send(self, code: int, doc: Any) -> None:
-                body = json.dumps(doc).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, fmt: str, *args: Any) -> None:
-                log.debug("extender: " + fmt, *args)
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(host, port, Handler)

@@ -7,17 +7,15 @@ collector, so the hot path never formats anything.
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-log = logging.getLogger(__name__)
+from scheduler import httpserve
+from scheduler.httpserve import BackgroundServer
 
 PREFIX = "ballast_scheduler"
 # Results of one scheduling attempt, as kube-scheduler names them.
@@ -119,43 +117,23 @@ class _Live(Collector):
             )
 
 
-class StatusServer:
-    """A tiny threaded HTTP server; `healthy()` decides /healthz."""
+class StatusServer(BackgroundServer):
+    """`/metrics` and the health paths; `healthy()` decides /healthz."""
 
     def __init__(
         self, host: str, port: int, telemetry: Telemetry, healthy: Callable[[], tuple[bool, str]]
     ) -> None:
         registry, check = telemetry.registry, healthy
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(httpserve.Handler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
-                    self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
+                    self.send_body(200, generate_latest(registry), "text/plain; version=0.0.4")
                 elif path in ("/healthz", "/readyz", "/livez"):
                     ok, why = check()
-                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
+                    self.send_body(200 if ok else 503, (why + "\n").encode(), "text/plain")
                 else:
-                    self._send(404, b"not found\n", "text/plain")
+                    self.send_body(404, b"not found\n", "text/plain")
 
-            def _send(self, code: int, body: bytes, ctype: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, fmt: str, *args: Any) -> None:
-                log.debug("http: " + fmt, *args)
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(host, port, Handler)
