@@ -1,7 +1,11 @@
 """`make bench-scheduler`: scheduling throughput on a 1,000-node sandbox, side by side.
 
-One sandbox (etcd, kube-apiserver, kwok), 1,000 kwok nodes, then for each contender in turn a
-fresh namespace, a watch noting when each pod gets its node, and two phases of 2,000 pods:
+One sandbox (etcd, kube-apiserver, kwok), 1,000 kwok nodes, then `--rounds` rounds (default 3)
+in which each contender in turn gets a fresh namespace, a watch noting when each pod gets its
+node, and two phases of 2,000 pods. The order rotates every round (raw-bind, ballast,
+kube-scheduler; then ballast, kube-scheduler, raw-bind; ...) so that drift on a shared machine
+hits every contender alike; after each contender its namespace is deleted and the next starts
+only once no bench pod is left, on the same 1,000 empty nodes. Phases:
 - backlog: the pods are created while the contender is stopped, then it starts; throughput and
   latency are counted from the moment it is ready (healthz answers), so this phase measures
   scheduling itself, not how fast this Python client creates pods;
@@ -18,7 +22,9 @@ Contenders:
 Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, how
 long creating the pods took, and the phase's `Scheduled` events: how many were written and when
 the last one was (the next phase starts only after them, so one contender's late events never
-load the API server during another's measurement). JSON in bench/results/scheduler.json.
+load the API server during another's measurement). JSON in bench/results/scheduler.json: every
+round, then per contender and phase the median, min and max, the ratios of Ballast's median
+pods/s to the others' and, per goal of issue 4, whether it is met.
 """
 
 from __future__ import annotations
@@ -374,8 +380,9 @@ def _settle_events(
 
 def run_one(
     name: str,
+    namespace: str,
     scheduler: str,
-    starter: Callable[[], Callable[[], None]],
+    starter: Callable[[str], Callable[[], None]],
     api: client.ApiClient,
     maker: PodMaker,
     pods: int,
@@ -383,7 +390,6 @@ def run_one(
     """Two phases: `backlog` (pods created first, then the scheduler started: throughput and
     ready-to-bound latency) and `burst` (scheduler running, pods created at once: throughput and
     creation-to-bound latency, bounded by how fast the client creates pods)."""
-    namespace = f"bench-{name}"
     ensure_namespace(api, namespace)
     tracker = BindTracker(api, namespace)
     tracker.start()
@@ -393,7 +399,7 @@ def run_one(
     maker.burst(namespace, backlog, scheduler)
     creation = time.monotonic() - t0
     started = time.monotonic()
-    stop = starter()
+    stop = starter(namespace)
     ready = time.monotonic()
     _wait_all(tracker, backlog)
     phase1 = _summary(
@@ -416,12 +422,73 @@ def run_one(
     print(f"[{name}] burst {json.dumps(phase2)}", flush=True)
     stop()
     tracker.stop()
-    delete_namespace(api, namespace)
+    _reset(api, namespace)
     return {
         "scheduler": scheduler,
         "backlog": phase1 | {"creation_seconds": round(creation, 3)},
         "burst": phase2,
     }
+
+
+def _reset(api: client.ApiClient, namespace: str, timeout: float = 120.0) -> None:
+    """Delete the round's namespace and wait until none of its pods and no pod of any bench
+    namespace is left: the next round starts on the same cluster, 1,000 empty nodes."""
+    core = client.CoreV1Api(api)
+    delete_namespace(api, namespace)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = core.list_pod_for_all_namespaces(_request_timeout=T).items
+        left = [p for p in pods if p.metadata.namespace.startswith("bench-")]
+        spaces = core.list_namespace(_request_timeout=T).items
+        gone = namespace not in {n.metadata.name for n in spaces}
+        if not left and gone:
+            return
+        if left:  # a pod created late by a straggler: delete again
+            delete_namespace(api, namespace)
+        time.sleep(0.5)
+    raise TimeoutError(f"namespace {namespace} still has pods after {timeout:.0f}s")
+
+
+PHASES = ("backlog", "burst")
+METRICS = ("pods_per_second", "latency_p50_s", "latency_p99_s", "first_bind_s")
+GOALS = (("kube-scheduler", 1.0), ("raw-bind", 0.8))
+
+
+def aggregate(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median, min and max per contender, phase and metric over the rounds."""
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(n for r in rounds for n in r):
+        out[name] = {}
+        for phase in PHASES:
+            out[name][phase] = {}
+            for metric in METRICS:
+                values = [r[name][phase][metric] for r in rounds if name in r]
+                values = [v for v in values if v is not None]
+                if values:
+                    out[name][phase][metric] = {
+                        "median": round(statistics.median(values), 3),
+                        "min": min(values),
+                        "max": max(values),
+                    }
+    return out
+
+
+def verdict(summary: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Ratios of the median pods/s (Ballast over each other contender) and whether each goal of
+    issue 4 is met. The issue's goal names pods created at once (`burst`); backlog is reported
+    the same way because it measures scheduling without the client's creation rate."""
+    ratios: dict[str, float] = {}
+    goals: dict[str, Any] = {}
+    for phase in PHASES:
+        ours = summary.get("ballast", {}).get(phase, {}).get("pods_per_second", {}).get("median")
+        for other, goal in GOALS:
+            theirs = summary.get(other, {}).get(phase, {}).get("pods_per_second", {})
+            if not ours or not theirs.get("median"):
+                continue
+            key = f"{phase}_ballast_vs_{other.replace('-', '_')}"
+            ratios[key] = round(ours / theirs["median"], 2)
+            goals[key] = {"goal": goal, "ratio_of_medians": ratios[key], "met": ratios[key] >= goal}
+    return ratios, goals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,9 +498,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", nargs="*", default=["raw-bind", "ballast", "kube-scheduler"], help="contenders"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds; the order rotates each round"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     urllib3.disable_warnings()
+    began = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="ballast-bench-"))
     plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
     print(f"starting the sandbox in {work}", flush=True)
@@ -450,15 +521,25 @@ def main(argv: list[str] | None = None) -> int:
         wait_ready(api, names, timeout=300)
         print(f"{len(names)} nodes ready in {time.monotonic() - t0:.1f}s", flush=True)
         starters = {
-            "raw-bind": ("raw-bind", lambda: _start_raw(api, names)),
-            "ballast": ("ballast", lambda: start_ballast(plane, work)),
-            "kube-scheduler": ("default-scheduler", lambda: start_kube_scheduler(plane, work)),
+            "raw-bind": ("raw-bind", lambda ns: _start_raw(api, names, ns)),
+            "ballast": ("ballast", lambda ns: start_ballast(plane, work)),
+            "kube-scheduler": ("default-scheduler", lambda ns: start_kube_scheduler(plane, work)),
         }
         maker = PodMaker(plane)
-        results = {}
-        for name in args.only:
-            scheduler, starter = starters[name]
-            results[name] = run_one(name, scheduler, starter, api, maker, args.pods)
+        rounds: list[dict[str, Any]] = []
+        orders: list[list[str]] = []
+        for k in range(args.rounds):
+            # rotate so each contender runs first, middle and last: drift on this shared
+            # machine (other jobs, etcd growth) then hits all of them alike
+            order = args.only[k % len(args.only) :] + args.only[: k % len(args.only)]
+            orders.append(order)
+            print(f"round {k + 1}/{args.rounds}: {', '.join(order)}", flush=True)
+            results = {}
+            for name in order:
+                scheduler, starter = starters[name]
+                ns = f"bench-{name}-r{k + 1}"
+                results[name] = run_one(name, ns, scheduler, starter, api, maker, args.pods)
+            rounds.append(results)
     finally:
         plane.stop()
     report: dict[str, Any] = {
@@ -468,23 +549,37 @@ def main(argv: list[str] | None = None) -> int:
         "pods": args.pods,
         "cpus": os.cpu_count(),
         "client_threads": THREADS,
-        "results": results,
+        "rounds": args.rounds,
+        "orders": orders,
+        "seconds": round(time.monotonic() - began, 1),
     }
-    for phase in ("backlog", "burst"):
-        ours = results.get("ballast", {}).get(phase, {}).get("pods_per_second")
-        for other in ("kube-scheduler", "raw-bind"):
-            theirs = results.get(other, {}).get(phase, {}).get("pods_per_second")
-            if ours and theirs:
-                key = f"{phase}_ballast_vs_{other.replace('-', '_')}"
-                report[key] = round(ours / theirs, 2)
+    summary = aggregate(rounds)
+    ratios, goals = verdict(summary)
+    report |= {"medians": summary, "ratios_of_medians": ratios, "goals": goals}
+    report["per_round"] = rounds
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    _print_table(summary, ratios, goals)
     return 0
 
 
-def _start_raw(api: client.ApiClient, nodes: list[str]) -> Callable[[], None]:
-    binder = RawBinder(api, "bench-raw-bind", nodes)
+def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[str, Any]) -> None:
+    for phase in PHASES:
+        print(f"{phase}: median pods/s [min..max], median p50/p99 latency")
+        for name, phases in summary.items():
+            pps = phases[phase].get("pods_per_second", {})
+            p50 = phases[phase].get("latency_p50_s", {}).get("median")
+            p99 = phases[phase].get("latency_p99_s", {}).get("median")
+            print(
+                f"  {name:15} {pps.get('median')} [{pps.get('min')}..{pps.get('max')}]"
+                f"  {p50} s / {p99} s"
+            )
+    for key, goal in goals.items():
+        print(f"{key}: {ratios[key]}x, goal {goal['goal']}x: {'met' if goal['met'] else 'MISSED'}")
+
+
+def _start_raw(api: client.ApiClient, nodes: list[str], namespace: str) -> Callable[[], None]:
+    binder = RawBinder(api, namespace, nodes)
     binder.start()
     return binder.stop
 
