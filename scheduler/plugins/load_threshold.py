@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins.loadview import parse_prediction, usage
+from scheduler.plugins.loadview import parse_prediction, recent_cpu_m, usage
 from scheduler.resources import predicted_cpu_m
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Plugin:
         capacity = node.capacity.get(CPU, 0)
         if a.cpu_threshold > 0 and capacity > 0:
             u = usage(state, node, snap, CPU)
-            extra_m = state[_KEY] + snap.recent_cpu_m.get(node.name, 0) * u.weight
+            extra_m = state[_KEY] + recent_cpu_m(snap, node, u)
             if u.avg + 100 * extra_m / capacity > a.cpu_threshold:
                 reasons.append("node(s) were above the cpu load threshold")
         allocatable = node.allocatable.get(MEMORY, 0)

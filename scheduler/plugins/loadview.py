@@ -100,6 +100,12 @@ def usage(state: CycleState, node: NodeInfo, snap: Snapshot, resource: str) -> U
     return result
 
 
+def recent_cpu_m(snap: Snapshot, node: NodeInfo, u: Usage) -> float:
+    """Millicores of pods bound to the node recently, counted as far as `u` is measured: the
+    allocation fallback already holds them."""
+    return snap.recent_cpu_m.get(node.name, 0) * u.weight
+
+
 def usage_arrays(
     state: CycleState, nodes: list[NodeInfo], snap: Snapshot, resource: str
 ) -> tuple[list[float], list[float], list[float]]:

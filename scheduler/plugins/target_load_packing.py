@@ -18,6 +18,7 @@ import numpy as np
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.plugins.loadview import (
     parse_prediction,
+    recent_cpu_m,
     trimaran_spec,
     usage,
     usage_arrays,
@@ -106,7 +107,7 @@ class Plugin:
             self.pre_score(state, pod, [node], snap)
             pod_m = state[_KEY]
         u = usage(state, node, snap, CPU)
-        recent_m = snap.recent_cpu_m.get(node.name, 0) * u.weight
+        recent_m = recent_cpu_m(snap, node, u)
         capacity_m = float(node.capacity.get(CPU, 0))
         return tlp_score(u.avg, capacity_m, float(pod_m), recent_m, self.args.target_utilization)
 
