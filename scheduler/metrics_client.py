@@ -60,11 +60,15 @@ class _Metric:
 def _num(value: Any, where: str, optional: bool = True) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    try:
+        number = wire.number(value, where)
+    except wire.WireFormatError as exc:
+        raise MalformedAnswer(str(exc)) from exc
+    if math.isnan(number):
         raise MalformedAnswer(f"{where}: expected a number, got {value!r}")
-    if math.isinf(value):
+    if math.isinf(number):
         raise MalformedAnswer(f"{where}: infinite")
-    return float(value)
+    return number
 
 
 def parse_ballast(doc: Any, fetched_at: float) -> dict[str, dict[str, _Metric]]:

@@ -84,7 +84,8 @@ class Envelope:
         }
 
 
-def _number(value: Any, where: str) -> float:
+def number(value: Any, where: str) -> float:
+    """`value` as a float; a JSON bool is no number, though Python counts it as an int."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WireFormatError(f"{where}: expected a number, got {value!r}")
     return float(value)
@@ -123,16 +124,16 @@ def parse_envelope(doc: Any) -> Envelope:
                     type=str(m.get("type", "")),
                     operator=str(m.get("operator", "")),
                     rollup=str(m.get("rollup", "")),
-                    value=_number(m.get("value"), f"{where}.metrics[{i}].value"),
+                    value=number(m.get("value"), f"{where}.metrics[{i}].value"),
                 )
             )
         nodes[str(node)] = metrics
     return Envelope(
-        timestamp=int(_number(doc.get("timestamp"), "timestamp")),
+        timestamp=int(number(doc.get("timestamp"), "timestamp")),
         window=Window(
             duration=str(window.get("duration", "")),
-            start=int(_number(window.get("start"), "window.start")),
-            end=int(_number(window.get("end"), "window.end")),
+            start=int(number(window.get("start"), "window.start")),
+            end=int(number(window.get("end"), "window.end")),
         ),
         source=str(doc.get("source", "")),
         nodes=nodes,
