@@ -68,6 +68,19 @@ class Stack:
                 )
             time.sleep(0.2)
 
+    def spawn_http(
+        self, name: str, argv: list[str], ready_path: str, env: dict[str, str] | None = None
+    ) -> str:
+        """`spawn` for a service on `self.ports[name]`, ready once `ready_path` answers 200."""
+        url = self.url(name)
+        self.spawn(
+            name,
+            argv,
+            lambda: requests.get(f"{url}{ready_path}", timeout=2).status_code == 200,
+            env=env,
+        )
+        return url
+
     def stop(self) -> list[str]:
         recs = {r.name: r for r in processes.recorded(self.pid_dir)}
         stopped = []
@@ -129,11 +142,7 @@ class Stack:
             f"--web.listen-address=127.0.0.1:{port}",
             "--storage.tsdb.retention.time=1h",
         ]
-        url = self.url("prometheus")
-        self.spawn(
-            "prometheus", argv, lambda: requests.get(f"{url}/-/ready", timeout=2).status_code == 200
-        )
-        return url
+        return self.spawn_http("prometheus", argv, "/-/ready")
 
     def start_watcher(self, prometheus_url: str, redis_url: str, env: dict[str, str]) -> str:
         port = self.ports["watcher"] = processes.free_port()
@@ -149,14 +158,7 @@ class Stack:
             "--listen",
             f"127.0.0.1:{port}",
         ]
-        url = self.url("watcher")
-        self.spawn(
-            "watcher",
-            argv,
-            lambda: requests.get(f"{url}/healthz", timeout=2).status_code == 200,
-            env=env,
-        )
-        return url
+        return self.spawn_http("watcher", argv, "/healthz", env)
 
     def start_scheduler(self, config: dict, kubeconfig: Path, env: dict[str, str]) -> str:
         port = self.ports["scheduler"] = processes.free_port()
@@ -176,11 +178,4 @@ class Stack:
             "--watcher-interval",
             "2",
         ]
-        url = self.url("scheduler")
-        self.spawn(
-            "scheduler",
-            argv,
-            lambda: requests.get(f"{url}/healthz", timeout=2).status_code == 200,
-            env=env,
-        )
-        return url
+        return self.spawn_http("scheduler", argv, "/healthz", env)
