@@ -115,15 +115,16 @@ class LeaderElector:
             "leaseTransitions": transitions,
         }
 
+    def _read(self, timeout: tuple[float, float]) -> dict[str, Any]:
+        """The Lease as the API server sent it, decoded JSON."""
+        resp = self._coord.read_namespaced_lease(
+            self.name, self.namespace, _preload_content=False, _request_timeout=timeout
+        )
+        return json.loads(resp.data)
+
     def _try_acquire_or_renew(self) -> bool:
         try:
-            resp = self._coord.read_namespaced_lease(
-                self.name,
-                self.namespace,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-            lease = json.loads(resp.data)
+            lease = self._read(REQUEST_TIMEOUT)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -172,13 +173,7 @@ class LeaderElector:
         Short timeouts: on the way out a hung API server must not hold the process."""
         for _ in range(2):  # a renewal still in flight may bump the version under us: once more
             try:
-                resp = self._coord.read_namespaced_lease(
-                    self.name,
-                    self.namespace,
-                    _preload_content=False,
-                    _request_timeout=RELEASE_TIMEOUT,
-                )
-                lease = json.loads(resp.data)
+                lease = self._read(RELEASE_TIMEOUT)
                 spec = lease.get("spec") or {}
                 if spec.get("holderIdentity") != self.identity:
                     return False
