@@ -21,6 +21,9 @@ from shared.quantities import bytes_value, cpu_millis
 # empty pod still moves the allocation-based scores.
 DEFAULT_NONZERO_CPU_M = 100
 DEFAULT_NONZERO_MEMORY = 200 * 1024 * 1024
+# TargetLoadPacking's prediction for a container without limits or requests (upstream's)
+DEFAULT_REQUESTS_CPU_M = 1000
+DEFAULT_REQUESTS_MULTIPLIER = 1.5
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
@@ -149,7 +152,11 @@ def node_info(node: dict[str, Any]) -> NodeInfo:
     )
 
 
-def predicted_cpu_m(pod: PodInfo, default_m: int = 1000, multiplier: float = 1.5) -> int:
+def predicted_cpu_m(
+    pod: PodInfo,
+    default_m: int = DEFAULT_REQUESTS_CPU_M,
+    multiplier: float = DEFAULT_REQUESTS_MULTIPLIER,
+) -> int:
     """TargetLoadPacking's guess of a pod's CPU use in millicores.
 
     Per regular container (init containers have finished by then): its limit, else its request

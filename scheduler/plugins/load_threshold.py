@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.plugins.loadview import parse_prediction, recent_cpu_m, usage
-from scheduler.resources import predicted_cpu_m
+from scheduler.resources import (
+    DEFAULT_REQUESTS_CPU_M,
+    DEFAULT_REQUESTS_MULTIPLIER,
+    predicted_cpu_m,
+)
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -25,8 +29,8 @@ _KEY = NAME + ".predicted"
 class Args:
     cpu_threshold: float = 80.0
     memory_threshold: float = 0.0
-    default_requests_cpu_m: int = 1000
-    default_requests_multiplier: float = 1.5
+    default_requests_cpu_m: int = DEFAULT_REQUESTS_CPU_M
+    default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
 
 
 def parse_args(f: Fields) -> Args:

@@ -23,7 +23,13 @@ from scheduler.plugins.loadview import (
     usage,
     usage_arrays,
 )
-from scheduler.resources import go_round, go_round_array, predicted_cpu_m
+from scheduler.resources import (
+    DEFAULT_REQUESTS_CPU_M,
+    DEFAULT_REQUESTS_MULTIPLIER,
+    go_round,
+    go_round_array,
+    predicted_cpu_m,
+)
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -35,8 +41,8 @@ _KEY = NAME + ".predicted"
 @dataclass(frozen=True)
 class Args:
     target_utilization: int = 40
-    default_requests_cpu_m: int = 1000
-    default_requests_multiplier: float = 1.5
+    default_requests_cpu_m: int = DEFAULT_REQUESTS_CPU_M
+    default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
     watcher_address: str = ""
 
 
