@@ -88,6 +88,11 @@ def test_two_replicas_bind_every_pod_exactly_once(kube_api, kube_nodes, namespac
     assert leader.metric("ballast_scheduler_binding_results_total", result="bound") == 15
     assert standby.metric("ballast_scheduler_binding_results_total") == 0
 
+    # Events trail their bindings (they wait while a backlog binds): wait for them before the
+    # leader is killed, since a SIGKILL drops whatever is still queued.
+    for i in range(15):
+        wait_for(lambda i=i: events_for(kube_api, namespace, f"a{i}", "Scheduled"), timeout=30)
+
     # The leader dies without a goodbye; the standby takes over once the lease runs out.
     leader.stop(signal.SIGKILL)
     wait_for(lambda: "leader" in standby.healthz(), timeout=30, what="the standby to lead")
@@ -95,6 +100,6 @@ def test_two_replicas_bind_every_pod_exactly_once(kube_api, kube_nodes, namespac
     wait_bound(kube_api, namespace, 25)
     assert standby.metric("ballast_scheduler_binding_results_total", result="bound") == 10
     assert standby.metric("ballast_scheduler_binding_results_total", result="already_bound") == 0
+    # The standby never wrote a second Scheduled event for a pod the leader had placed.
     for i in range(15):
-        wait_for(lambda i=i: events_for(kube_api, namespace, f"a{i}", "Scheduled"), timeout=10)
         assert len(events_for(kube_api, namespace, f"a{i}", "Scheduled")) == 1
