@@ -99,6 +99,7 @@ class Poller:
         try:
             self.leading = self.store.lead(self.holder, self.config.lock_ttl)
         except StoreError as exc:
+            self.store_errors += 1
             self._log_once("store", f"renewing the poller lock failed: {exc}")
 
     # -- one poll -----------------------------------------------------------------------------
