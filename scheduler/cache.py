@@ -31,6 +31,15 @@ from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from scheduler import resources
+from scheduler.clusterindex import (
+    CSI_NODES,
+    NAMESPACES,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
+    ClusterIndex,
+    object_key,
+)
 from scheduler.framework import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
@@ -187,6 +196,14 @@ def _node_signature(node: NodeInfo) -> tuple[Any, ...]:
     )
 
 
+def _placed_changed(known: PodInfo, meta: dict[str, Any]) -> bool:
+    """Whether a placed pod's update changes what the constraint plugins read of it."""
+    was_terminating = bool((known.raw.get("metadata") or {}).get("deletionTimestamp"))
+    return (meta.get("labels") or {}) != known.labels or was_terminating != bool(
+        meta.get("deletionTimestamp")
+    )
+
+
 class ClusterCache:
     def __init__(
         self,
@@ -204,16 +221,40 @@ class ClusterCache:
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods on a node we do not know
         self._pending: set[str] = set()  # uids handed to the listener as pending
         self._signatures: dict[str, tuple[Any, ...]] = {}
+        self.index = ClusterIndex()
+        self.gated = 0  # pending pods of ours held back by schedulingGates, as last seen
+        self._gated: set[str] = set()
         core = client.CoreV1Api(api)
+        storage = client.StorageV1Api(api)
         self.node_reflector = Reflector(
             "nodes", core.list_node, self._replace_nodes, self._node_event
         )
         self.pod_reflector = Reflector(
             "pods", core.list_pod_for_all_namespaces, self._replace_pods, self._pod_event
         )
+        # The objects the constraint plugins read by name. Their lists are not waited for at
+        # start: a plugin that needs a kind not yet synced keeps its pod waiting instead.
+        object_lists = {
+            NAMESPACES: core.list_namespace,
+            PVCS: core.list_persistent_volume_claim_for_all_namespaces,
+            PVS: core.list_persistent_volume,
+            STORAGE_CLASSES: storage.list_storage_class,
+            CSI_NODES: storage.list_csi_node,
+        }
+        self.object_reflectors = [
+            Reflector(
+                kind,
+                list_fn,
+                lambda items, kind=kind: self._replace_objects(kind, items),
+                lambda event, obj, kind=kind: self._object_event(kind, event, obj),
+            )
+            for kind, list_fn in object_lists.items()
+        ]
 
     # --- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
+        for reflector in self.object_reflectors:
+            reflector.start()
         self.node_reflector.start()
         self.node_reflector.synced.wait(timeout=LIST_TIMEOUT)
         self.pod_reflector.start()
@@ -225,6 +266,8 @@ class ClusterCache:
         deadline = time.monotonic() + timeout
         self.pod_reflector.stop(timeout)
         self.node_reflector.stop(max(0.0, deadline - time.monotonic()))
+        for reflector in self.object_reflectors:
+            reflector.stop(max(0.0, deadline - time.monotonic()))
 
     # --- the cycle's side ---------------------------------------------------------------
     def assume(self, pod: PodInfo, node_name: str) -> bool:
@@ -234,6 +277,7 @@ class ClusterCache:
             if node is None:
                 return False
             node.add_pod(pod)
+            self.index.add_pod(pod, node_name)
             self._placed[pod.uid] = node_name
             self._assumed[pod.uid] = node_name
             self._assumed_at[pod.uid] = time.monotonic()
@@ -293,10 +337,7 @@ class ClusterCache:
         fresh = resources.node_info(obj)
         old = self.nodes.get(fresh.name)
         if old is not None:
-            fresh.pods = old.pods
-            fresh.requested = old.requested
-            fresh.limits = old.limits
-            fresh.nonzero_requested = old.nonzero_requested
+            fresh.take_pods_from(old)
         else:
             for pod in self._orphans.pop(fresh.name, {}).values():
                 fresh.add_pod(pod)
@@ -312,6 +353,22 @@ class ClusterCache:
         if node is not None and node.pods:
             # Its pods still exist in the API; keep them in case the node comes back.
             self._orphans[name] = dict(node.pods)
+
+    # --- other objects ------------------------------------------------------------------
+    def _replace_objects(self, kind: str, items: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self.index.replace(kind, items)
+        self._listener.cluster_changed()
+
+    def _object_event(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        key = object_key(obj)
+        with self.lock:
+            if event == "DELETED":
+                self.index.drop(kind, key)
+            else:
+                self.index.put(kind, key, obj)
+        # A new PVC, a bound PV or a relabelled namespace may let a parked pod fit.
+        self._listener.cluster_changed()
 
     # --- pods ---------------------------------------------------------------------------
     def _replace_pods(self, items: list[dict[str, Any]]) -> None:
@@ -332,6 +389,8 @@ class ClusterCache:
             for uid in gone:
                 self._unassume(uid)
             gone_pending = [uid for uid in self._pending if uid not in seen]
+            for uid in [uid for uid in self._gated if uid not in seen]:
+                self._ungate(uid)
             for uid in gone:
                 self._unplace(uid)
             self._pending.difference_update(gone_pending)
@@ -351,6 +410,7 @@ class ClusterCache:
                 was_placed = self._unplace(uid)
                 self._unassume(uid)
                 self._pending.discard(uid)
+                self._ungate(uid)
             self._listener.pod_gone(uid)
             if was_placed:
                 self._listener.cluster_changed()
@@ -358,7 +418,10 @@ class ClusterCache:
         if node_name:
             if self._placed.get(uid) == node_name:
                 if uid not in self._assumed:
-                    return  # already counted; a status update changes no request
+                    known = self.index.pods.get(uid)
+                    if known is None or not _placed_changed(known, meta):
+                        return  # already counted; a status update changes no request
+                    # relabelled or terminating: the constraint plugins must see it
                 with self.lock:
                     if self._assumed.get(uid) == node_name:
                         # Our own binding confirmed: the assumed copy is already counted.
@@ -383,12 +446,20 @@ class ClusterCache:
             return
         if uid in self._assumed:
             return  # our bind is in flight; the watch has not caught up yet
+        if spec.get("schedulingGates"):
+            # Upstream's SchedulingGates: the pod waits, silently, until its last gate is
+            # removed; that update comes through here again without gates.
+            with self.lock:
+                self._gated.add(uid)
+                self.gated = len(self._gated)
+            return
         pod = self._parse(obj)
         if pod is None:
             return
         with self.lock:
             if uid in self._assumed:
                 return
+            self._ungate(uid)
             self._pending.add(uid)
         self._listener.pod_pending(pod)
 
@@ -400,12 +471,18 @@ class ClusterCache:
             log.warning("pod %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), exc)
             return None
 
+    def _ungate(self, uid: str) -> None:
+        if uid in self._gated:
+            self._gated.discard(uid)
+            self.gated = len(self._gated)
+
     def _unassume(self, uid: str) -> str | None:
         self._assumed_at.pop(uid, None)
         return self._assumed.pop(uid, None)
 
     def _place(self, pod: PodInfo, node_name: str) -> None:
         self._placed[pod.uid] = node_name
+        self.index.add_pod(pod, node_name)
         node = self.nodes.get(node_name)
         if node is not None:
             node.add_pod(pod)
@@ -416,6 +493,7 @@ class ClusterCache:
         node_name = self._placed.pop(uid, None)
         if node_name is None:
             return False
+        self.index.remove_pod(uid)
         node = self.nodes.get(node_name)
         if node is not None:
             pod = node.pods.get(uid)

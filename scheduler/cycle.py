@@ -49,6 +49,17 @@ def nodes_to_find(total: int, percentage: int) -> int:
     return max(total * percentage // 100, MIN_FEASIBLE_NODES)
 
 
+def take_snapshot(cache: Any, loads: dict[str, Any], recent: Any, now: float) -> Snapshot:
+    """What a cycle sees, read under the cache's lock (held by the caller), never copied."""
+    return Snapshot(
+        nodes=cache.nodes,
+        loads=loads,
+        now=now,
+        recent_cpu_m=recent.cpu_by_node(loads, now),
+        cluster=cache.index,
+    )
+
+
 def pick(scores: dict[str, int], rng: random.Random) -> str:
     """The node with the best score; among equals, one chosen uniformly at random."""
     best = max(scores.values())
@@ -108,16 +119,11 @@ class Cycle:
         now = time.time()
         with self.cache.lock:
             nodes = list(self.cache.nodes.values())
-            snap = Snapshot(
-                nodes=self.cache.nodes,
-                loads=loads,
-                now=now,
-                recent_cpu_m=self.recent.cpu_by_node(loads, now),
-            )
+            snap = take_snapshot(self.cache, loads, self.recent, now)
             state = CycleState()
             feasible, reasons = self._filter(profile, pod, nodes, snap, state)
             if not feasible:
-                message = failure_message(len(nodes), reasons)
+                message = failure_message(len(nodes), reasons, state)
                 self.queue.unschedulable(pod)
                 self.events.failed(pod, message)
                 log.info("%s unschedulable: %s", pod.key, message)

@@ -24,6 +24,7 @@ from kubernetes import client
 
 from scheduler import httpserve, kubeapi, resources
 from scheduler.binder import TIMEOUT, binding_body
+from scheduler.cycle import take_snapshot
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.httpserve import BackgroundServer
 from scheduler.profile import Profile
@@ -139,12 +140,7 @@ class Extender:
     def _snapshot(self) -> Snapshot:
         loads = self.loads()
         now = time.time()
-        return Snapshot(
-            nodes=self.cache.nodes,
-            loads=loads,
-            now=now,
-            recent_cpu_m=self.recent.cpu_by_node(loads, now),
-        )
+        return take_snapshot(self.cache, loads, self.recent, now)
 
 
 def _name(item: Any) -> str:

@@ -13,7 +13,10 @@ live in scheduler/plugins/, one file each.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from scheduler.clusterindex import ClusterIndex
 
 # Resource names as Kubernetes spells them. Quantities inside Ballast are integers in base
 # units, except CPU, which is in millicores.
@@ -26,6 +29,7 @@ MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
 Resources = dict[str, int]
+HostPort = tuple[str, str, int]  # (protocol, hostIP, hostPort); hostIP "0.0.0.0" means every IP
 
 
 @dataclass
@@ -46,6 +50,13 @@ class PodInfo:
     # cpu and memory requests with kube-scheduler's defaults (100m, 200Mi) for containers that
     # set none; only the allocation-based scores use these, so an empty pod still weighs something
     nonzero_requests: Resources = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    host_ports: tuple[HostPort, ...] = ()
+    has_pod_affinity: bool = False  # any podAffinity/podAntiAffinity term
+    has_required_anti_affinity: bool = False
+    # Per-pod data a plugin parses once and keeps while the pod lives in the cache (a changed
+    # pod gets a new PodInfo), keyed by the plugin's name.
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -92,6 +103,21 @@ class NodeInfo:
     # sum over pods of max(limit, request) for cpu and memory: a pod without a limit is
     # expected to stay near its request (LowRiskOverCommitment's node limit)
     limits_or_requests: Resources = field(default_factory=dict)
+    # (protocol, hostIP, port) -> how many placed pods use it
+    used_ports: dict[HostPort, int] = field(default_factory=dict)
+    affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # has_pod_affinity, by uid
+    anti_affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # required anti
+
+    def take_pods_from(self, old: NodeInfo) -> None:
+        """Keep the pods (and every sum over them) of the previous version of this node."""
+        self.pods = old.pods
+        self.requested = old.requested
+        self.limits = old.limits
+        self.nonzero_requested = old.nonzero_requested
+        self.limits_or_requests = old.limits_or_requests
+        self.used_ports = old.used_ports
+        self.affinity_pods = old.affinity_pods
+        self.anti_affinity_pods = old.anti_affinity_pods
 
     def add_pod(self, pod: PodInfo) -> None:
         """Count a bound or assumed pod on this node; adding a known uid replaces it."""
@@ -102,6 +128,12 @@ class NodeInfo:
         _add(self.limits, pod.limits, 1)
         _add(self.nonzero_requested, pod.nonzero_requests, 1)
         _add(self.limits_or_requests, _limits_or_requests(pod), 1)
+        for port in pod.host_ports:
+            self.used_ports[port] = self.used_ports.get(port, 0) + 1
+        if pod.has_pod_affinity:
+            self.affinity_pods[pod.uid] = pod
+        if pod.has_required_anti_affinity:
+            self.anti_affinity_pods[pod.uid] = pod
 
     def remove_pod(self, pod: PodInfo) -> bool:
         """Forget a pod by uid (the stored copy is subtracted); False when it was not here."""
@@ -112,6 +144,14 @@ class NodeInfo:
         _add(self.limits, known.limits, -1)
         _add(self.nonzero_requested, known.nonzero_requests, -1)
         _add(self.limits_or_requests, _limits_or_requests(known), -1)
+        for port in known.host_ports:
+            left = self.used_ports.get(port, 0) - 1
+            if left > 0:
+                self.used_ports[port] = left
+            else:
+                self.used_ports.pop(port, None)
+        self.affinity_pods.pop(known.uid, None)
+        self.anti_affinity_pods.pop(known.uid, None)
         return True
 
 
@@ -141,6 +181,33 @@ class Snapshot:
     now: float
     # node name -> predicted CPU millicores of pods bound recently and not yet in the window
     recent_cpu_m: dict[str, int] = field(default_factory=dict)
+    # cluster-wide lookups (placed pods by label, namespaces, volume objects); the cache's own
+    cluster: ClusterIndex = field(default_factory=lambda: _empty_index())
+
+
+def _empty_index() -> ClusterIndex:
+    from scheduler.clusterindex import ClusterIndex
+
+    return ClusterIndex()
+
+
+def snapshot_of(
+    nodes: list[NodeInfo],
+    placed: list[tuple[PodInfo, str]] = (),  # type: ignore[assignment]
+    loads: dict[str, NodeLoad] | None = None,
+    now: float = 0.0,
+) -> Snapshot:
+    """A Snapshot of `nodes` with `placed` pods (pod, node name) counted on their nodes and in
+    the index, as the cache would hold them; for tests and tools."""
+    from scheduler.clusterindex import ClusterIndex
+
+    by_name = {n.name: n for n in nodes}
+    index = ClusterIndex()
+    for pod, node_name in placed:
+        by_name[node_name].add_pod(pod)
+        index.add_pod(pod, node_name)
+    index.synced.update(("nodes", "pods", *index.objects))
+    return Snapshot(nodes=by_name, loads=loads or {}, now=now, cluster=index)
 
 
 class CycleState(dict):
@@ -196,8 +263,10 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
-    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
-        """Prepare per-pod data; False means this plugin has nothing to check for this pod."""
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool | Status:
+        """Prepare per-pod data; False means this plugin has nothing to check for this pod.
+        A rejecting Status makes the pod unschedulable on every node with that one reason
+        (upstream's PreFilter returning Unschedulable)."""
         ...
 
 

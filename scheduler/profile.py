@@ -24,9 +24,12 @@ from scheduler.framework import (
     PreScorePlugin,
     ScorePlugin,
     Snapshot,
+    Status,
 )
 
 _ACTIVE_FILTERS = "profile.filters"
+# A PreFilter's rejection of the whole pod (a Status), for the FailedScheduling text.
+PRE_FILTER_REJECTION = "profile.pre_filter_rejection"
 
 
 class Profile:
@@ -75,11 +78,10 @@ class Profile:
         state = CycleState() if state is None else state
         active = state.get(_ACTIVE_FILTERS)
         if active is None:  # the cycle may filter in chunks: prepare the pod once
-            active = state[_ACTIVE_FILTERS] = [
-                p
-                for p, pre in zip(self.filters, self._pre_filter, strict=True)
-                if not pre or p.pre_filter(state, pod, snap)
-            ]
+            active = state[_ACTIVE_FILTERS] = self._pre_filter_all(state, pod, snap)
+        rejection = state.get(PRE_FILTER_REJECTION)
+        if rejection is not None:
+            return [], {node.name: list(rejection.reasons) for node in nodes}
         reasons: dict[str, list[str]] = {}
         # Plugin by plugin over the nodes still standing, so a node stops at its first failing
         # plugin as in kube-scheduler; batch plugins judge all of them in one call.
@@ -98,6 +100,24 @@ class Profile:
                     reasons[feasible[i].name] = list(status.reasons)
                 feasible = [node for i, node in enumerate(feasible) if i not in rejected]
         return list(feasible) if feasible is nodes else feasible, reasons
+
+    def _pre_filter_all(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> list:
+        """The filters that have something to check for `pod`; the first PreFilter rejection
+        stops there and is kept in the state (upstream stops at it too)."""
+        active = []
+        for plugin, pre in zip(self.filters, self._pre_filter, strict=True):
+            if not pre:
+                active.append(plugin)
+                continue
+            verdict = plugin.pre_filter(state, pod, snap)
+            if isinstance(verdict, Status):
+                if not verdict.ok:
+                    state[PRE_FILTER_REJECTION] = verdict
+                    return []
+                active.append(plugin)
+            elif verdict:
+                active.append(plugin)
+        return active
 
     def score(
         self,
@@ -132,12 +152,20 @@ def build_profiles(cfg: SchedulerConfig) -> dict[str, Profile]:
     return {p.scheduler_name: Profile.from_config(p) for p in cfg.profiles}
 
 
-def failure_message(total_nodes: int, reasons: dict[str, list[str]] | dict[str, str]) -> str:
+def failure_message(
+    total_nodes: int,
+    reasons: dict[str, list[str]] | dict[str, str],
+    state: CycleState | None = None,
+) -> str:
     """kube-scheduler's FailedScheduling text, e.g.
     "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint {k: v}."
-    Counts per reason (a node can give several), sorted as strings like kube-scheduler does."""
+    Counts per reason (a node can give several), sorted as strings like kube-scheduler does.
+    A PreFilter rejection in `state` is told once, without counts, as upstream does."""
     if total_nodes == 0:
         return "no nodes available to schedule pods"
+    rejection = state.get(PRE_FILTER_REJECTION) if state is not None else None
+    if rejection is not None:
+        return f"0/{total_nodes} nodes are available: {rejection.reason}."
     counts: Counter[str] = Counter()
     for value in reasons.values():
         counts.update([value] if isinstance(value, str) else value)

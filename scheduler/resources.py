@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import CPU, MEMORY, PODS, NodeInfo, PodInfo, Resources
+from scheduler.framework import CPU, MEMORY, PODS, HostPort, NodeInfo, PodInfo, Resources
 from shared.quantities import bytes_value, cpu_millis
 
 # kube-scheduler's stand-in requests for containers that set none (NonZeroRequested), so an
@@ -102,11 +102,28 @@ def parse_time(text: str | None) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
+    """The host ports the pod holds while it runs: its containers' and its sidecars' (init
+    containers with restartPolicy Always), as upstream's GetHostPorts; an empty hostIP is every
+    IP ("0.0.0.0") and an empty protocol TCP, as upstream sanitises them."""
+    ports: list[HostPort] = []
+    running = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    for container in running + list(spec.get("containers") or []):
+        for port in container.get("ports") or []:
+            number = port.get("hostPort") or 0
+            if isinstance(number, int) and number > 0:
+                protocol = port.get("protocol") or "TCP"
+                ports.append((protocol, port.get("hostIP") or "0.0.0.0", number))
+    return tuple(ports)
+
+
 def pod_info(pod: dict[str, Any]) -> PodInfo:
     """Parse a pod once; raises QuantityError on a malformed resource quantity."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     nonzero = effective(spec, "requests", nonzero=True)
+    affinity = spec.get("affinity") or {}
+    anti = affinity.get("podAntiAffinity") or {}
     return PodInfo(
         name=meta.get("name", ""),
         namespace=meta.get("namespace") or "default",
@@ -120,6 +137,18 @@ def pod_info(pod: dict[str, Any]) -> PodInfo:
         limits=effective(spec, "limits"),
         raw=pod,
         nonzero_requests={CPU: nonzero.get(CPU, 0), MEMORY: nonzero.get(MEMORY, 0)},
+        labels=dict(meta.get("labels") or {}),
+        host_ports=host_ports(spec),
+        has_pod_affinity=bool(_has_terms(affinity.get("podAffinity")) or _has_terms(anti)),
+        has_required_anti_affinity=bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution")),
+    )
+
+
+def _has_terms(section: dict[str, Any] | None) -> bool:
+    section = section or {}
+    return bool(
+        section.get("requiredDuringSchedulingIgnoredDuringExecution")
+        or section.get("preferredDuringSchedulingIgnoredDuringExecution")
     )
 
 
