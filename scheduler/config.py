@@ -37,12 +37,17 @@ from scheduler.errors import ConfigError
 from shared.quantities import QuantityError, cpu_millis
 
 DEFAULT_SCHEDULER_NAME = "ballast"
+# Upstream's default order (a node reports only its first failing filter, so the order shapes
+# the FailedScheduling text); NodeReady is Ballast's stand-in for the not-ready taint that the
+# node lifecycle controller would add.
 DEFAULT_FILTERS = (
     "NodeUnschedulable",
     "NodeReady",
-    "NodeResourcesFit",
-    "NodeAffinity",
+    "NodeName",
     "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
 )
 # Preference plugins only separate nodes when the pod states a preference (or a node carries
 # PreferNoSchedule taints); otherwise they give every node the same score and cost nothing.

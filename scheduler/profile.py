@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from scheduler import registry
+from scheduler import registry, unsupported
 from scheduler.config import ProfileConfig, SchedulerConfig
 from scheduler.framework import (
     BatchFilterPlugin,
@@ -104,6 +104,10 @@ class Profile:
     def _pre_filter_all(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> list:
         """The filters that have something to check for `pod`; the first PreFilter rejection
         stops there and is kept in the state (upstream stops at it too)."""
+        refused = unsupported.refusal(pod.raw)
+        if refused is not None:
+            state[PRE_FILTER_REJECTION] = refused
+            return []
         active = []
         for plugin, pre in zip(self.filters, self._pre_filter, strict=True):
             if not pre:

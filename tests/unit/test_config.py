@@ -1,7 +1,8 @@
 import pytest
 import yaml
 
-from scheduler.config import load_config, parse_config, parse_duration
+from scheduler import registry
+from scheduler.config import DEFAULT_FILTERS, load_config, parse_config, parse_duration
 from scheduler.errors import ConfigError
 
 
@@ -18,9 +19,11 @@ def test_empty_config_gives_one_ballast_profile():
     assert profile.filters == [
         "NodeUnschedulable",
         "NodeReady",
-        "NodeResourcesFit",
-        "NodeAffinity",
+        "NodeName",
         "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
     ]
     assert [(r.name, r.weight) for r in profile.scores] == [
         ("TargetLoadPacking", 1),
@@ -99,13 +102,7 @@ def test_full_config(tmp_path):
     assert tlp.default_requests_multiplier == 2.0
     assert packer.args["MetricScore"].metric == "net_rx"
     assert [(r.name, r.weight) for r in risk.scores] == [("LoadVariationRiskBalancing", 1)]
-    assert risk.filters == [
-        "NodeUnschedulable",
-        "NodeReady",
-        "NodeResourcesFit",
-        "NodeAffinity",
-        "TaintToleration",
-    ]
+    assert risk.filters == list(DEFAULT_FILTERS)
 
 
 def test_watcher_address_from_trimaran_args():
@@ -155,9 +152,8 @@ def test_watcher_address_from_trimaran_args():
         (
             {"profiles": [{"plugins": {"score": {"enabled": [{"name": "Nope"}]}}}]},
             "profiles[0].plugins.score.enabled[0].name: unknown plugin 'Nope' (known: "
-            "LoadThreshold, LoadVariationRiskBalancing, LowRiskOverCommitment, MetricScore, "
-            "NodeAffinity, NodeReady, NodeResourcesBalancedAllocation, NodeResourcesFit, "
-            "NodeResourcesLeastAllocated, NodeUnschedulable, TaintToleration, TargetLoadPacking)",
+            + ", ".join(registry.names())
+            + ")",
         ),
         (
             {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "TargetLoadPacking"}]}}}]},
