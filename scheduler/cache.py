@@ -222,6 +222,7 @@ class ClusterCache:
         self._pending: set[str] = set()  # uids handed to the listener as pending
         self._signatures: dict[str, tuple[Any, ...]] = {}
         self.index = ClusterIndex()
+        self.preassigned = 0  # pods of ours that arrived with spec.nodeName already set
         self.gated = 0  # pending pods of ours held back by schedulingGates, as last seen
         self._gated: set[str] = set()
         core = client.CoreV1Api(api)
@@ -308,6 +309,8 @@ class ClusterCache:
                 "placed_pods": len(self._placed),
                 "assumed_pods": len(self._assumed),
                 "relists": self.node_reflector.relists + self.pod_reflector.relists,
+                "gated_pods": self.gated,
+                "preassigned_pods": self.preassigned,
                 "reconnects": self.node_reflector.reconnects + self.pod_reflector.reconnects,
             }
 
@@ -375,7 +378,7 @@ class ClusterCache:
         seen = set()
         for obj in items:
             seen.add((obj.get("metadata") or {}).get("uid"))
-            self._pod_event("ADDED", obj)
+            self._pod_event("LISTED", obj)
         with self.lock:
             # An assumption younger than ASSUME_GRACE may be a bind still in flight; an older one
             # missing from a fresh list belongs to a pod deleted while the watch was down.
@@ -416,6 +419,9 @@ class ClusterCache:
                 self._listener.cluster_changed()
             return
         if node_name:
+            if kind == "ADDED" and spec.get("schedulerName") in self.scheduler_names:
+                # Created with spec.nodeName set: upstream's NodeName case, not ours to bind.
+                self.preassigned += 1
             if self._placed.get(uid) == node_name:
                 if uid not in self._assumed:
                     known = self.index.pods.get(uid)

@@ -103,6 +103,16 @@ class _Live(Collector):
             yield CounterMetricFamily(
                 f"{PREFIX}_watch_relists", "Full lists (start, 410 Gone).", value=stats["relists"]
             )
+            yield GaugeMetricFamily(
+                f"{PREFIX}_gated_pods",
+                "Pending pods of ours held back by spec.schedulingGates.",
+                value=stats["gated_pods"],
+            )
+            yield CounterMetricFamily(
+                f"{PREFIX}_preassigned_pods",
+                "Pods of ours created with spec.nodeName set (not ours to bind).",
+                value=stats["preassigned_pods"],
+            )
         recent = self._s.get("recent")
         if recent is not None:
             yield GaugeMetricFamily(
