@@ -12,6 +12,7 @@ lock, which the scheduling cycle holds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scheduler.framework import PodInfo
@@ -45,6 +46,9 @@ class ClusterIndex:
         self._by_key: dict[tuple[str, str], set[str]] = {}
         self.objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in OBJECT_KINDS}
         self.synced: set[str] = set()
+        # Called as listener(pod, node) after a pod is added and listener(pod, None) after it
+        # is removed, for plugins that keep indexes of their own in step (InterPodAffinity).
+        self.pod_listeners: list[Callable[[PodInfo, str | None], None]] = []
 
     # --- pods ---------------------------------------------------------------------------
     def add_pod(self, pod: PodInfo, node: str) -> None:
@@ -62,6 +66,8 @@ class ClusterIndex:
             self.affinity_pods[uid] = pod
         if pod.has_required_anti_affinity:
             self.anti_affinity_pods[uid] = pod
+        for listener in self.pod_listeners:
+            listener(pod, node)
 
     def remove_pod(self, uid: str) -> None:
         pod = self.pods.pop(uid, None)
@@ -79,6 +85,8 @@ class ClusterIndex:
             _discard(self._by_key, (ns, key), uid)
         self.affinity_pods.pop(uid, None)
         self.anti_affinity_pods.pop(uid, None)
+        for listener in self.pod_listeners:
+            listener(pod, None)
 
     def in_namespace(self, namespace: str) -> dict[str, PodInfo]:
         return self._by_namespace.get(namespace) or {}
