@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build lint test demo demo-up bench-watcher bench-scheduler clean
+.PHONY: all deps venv sandbox-build lint test fuzz demo demo-up bench-watcher bench-scheduler clean
 
 all: test
 
@@ -29,6 +29,11 @@ lint: venv
 
 test: sandbox-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.
+fuzz: sandbox-build
+	BALLAST_FUZZ_EXAMPLES=300 BALLAST_FUZZ_SECONDS=300 $(VENV)/bin/pytest -q -p no:cacheprovider \
+		tests/integration/test_watcher_fuzz.py tests/unit/test_scheduler_fuzz.py
 
 demo: sandbox-build
 	$(BALLAST) demo

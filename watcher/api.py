@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 DASHBOARD = Path(__file__).parent / "dashboard"
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json")
 GZIP_MIN = 1024
+# The API reads no request body; this much is tolerated from clients that send one anyway.
+MAX_BODY = 1024
 
 
 class Body:
@@ -74,6 +76,13 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
     collector = selfmetrics.SnapshotCollector(reader, holder, store.leader)
     origins = set(config.cors_origins)
     app.extensions["ballast_reader"] = reader
+    spec = dumps(
+        openapi.document(
+            [m.key for m in config.metric_specs()],
+            guarded=bool(config.api_token),
+            open_paths=tuple(config.api_open_paths),
+        )
+    )
 
     def send(body: Body, status: int = 200) -> Response:
         if request.if_none_match.contains_weak(body.etag.strip('"')):
@@ -104,11 +113,21 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
     @app.before_request
     def before() -> Response | None:
         g.started = time.perf_counter()
-        if request.method == "OPTIONS":
-            return Response(status=204)
+        if (request.content_length or 0) > MAX_BODY or "chunked" in request.headers.get(
+            "Transfer-Encoding", ""
+        ).lower():
+            resp = error(413, f"request body over {MAX_BODY} bytes; this API reads none")
+            resp.headers["Connection"] = "close"  # the unread body must not be parsed as a request
+            return resp
+        if request.method == "OPTIONS" and request.url_rule is not None:
+            resp = Response(status=204)  # CORS preflight, answered before the token check
+            resp.headers["Allow"] = ", ".join(sorted(request.url_rule.methods or ()))
+            return resp
         if config.api_token and not _open(request.path, config.api_open_paths):
             header = request.headers.get("Authorization", "")
-            given = header[7:] if header.startswith("Bearer ") else ""
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer":  # schemes are case-insensitive (RFC 9110 11.1)
+                given = ""
             if not hmac.compare_digest(given.encode(), config.api_token.encode()):
                 resp = error(401, "missing or wrong bearer token")
                 resp.headers["WWW-Authenticate"] = 'Bearer realm="ballast-watcher"'
@@ -130,7 +149,11 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        return error(exc.code or 500, exc.description or exc.name)
+        resp = error(exc.code or 500, exc.description or exc.name)
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":
+                resp.headers[name] = value  # Allow on 405, as RFC 9110 requires
+        return resp
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
@@ -258,7 +281,7 @@ def create_app(config: Config, store: Store, holder: str, poller: Any = None) ->
 
     @app.get("/openapi.json")
     def openapi_json() -> Response:
-        return Response(dumps(openapi.document()), mimetype="application/json")
+        return Response(spec, mimetype="application/json")
 
     @app.get("/")
     def index() -> Response:

@@ -1,67 +1,304 @@
-"""The OpenAPI description served at /openapi.json (kept in step with docs/api.md)."""
+"""The OpenAPI description served at /openapi.json (kept in step with docs/api.md).
+
+It says exactly what the server accepts and answers, down to the metric keys of this watcher's
+configuration, so a client generator or a fuzzer (tests/integration/test_watcher_fuzz.py) can
+hold the server to it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+JSON, TEXT = "application/json", "text/plain"
 
-def _get(summary: str, responses: dict[str, str], params: list[dict] | None = None) -> dict:
-    op: dict[str, Any] = {
-        "summary": summary,
-        "responses": {code: {"description": text} for code, text in responses.items()},
-    }
-    if params:
-        op["parameters"] = params
-    return {"get": op}
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "string"}},
+}
+NUMBER = {"type": "number"}
+NULLABLE_STRING = {"type": "string", "nullable": True}
+LAST_POLL = {
+    "type": "object",
+    "required": ["time", "ok", "error"],
+    "properties": {
+        "time": {"type": "number", "nullable": True},
+        "ok": {"type": "boolean"},
+        "error": NULLABLE_STRING,
+        "duration": NUMBER,
+    },
+}
+STATE = {"type": "string", "enum": ["fresh", "stale", "expired"]}
+METRIC_STATS = {
+    "type": "object",
+    "required": ["type", "unit", "avg", "std", "latest", "count", "last", "state", "age"],
+    "properties": {
+        "type": {"type": "string"},
+        "unit": {"type": "string"},
+        **{k: NUMBER for k in ("avg", "std", "min", "max", "p95", "latest", "first", "last")},
+        **{k: NUMBER for k in ("horizon", "expiry", "age")},
+        "count": {"type": "integer", "minimum": 0},
+        "state": STATE,
+    },
+}
+NODE_DOC = {
+    "type": "object",
+    "required": ["state", "age", "metrics"],
+    "properties": {
+        "state": STATE,
+        "age": NUMBER,
+        "metrics": {"type": "object", "additionalProperties": METRIC_STATS},
+    },
+}
+NODES_DOC = {
+    "type": "object",
+    "required": ["timestamp", "window", "source", "lastPoll", "nodes"],
+    "properties": {
+        "timestamp": NUMBER,
+        "window": {
+            "type": "object",
+            "required": ["duration", "seconds"],
+            "properties": {"duration": {"type": "string"}, "seconds": NUMBER},
+        },
+        "source": {"type": "string"},
+        "lastPoll": LAST_POLL,
+        "nodes": {"type": "object", "additionalProperties": NODE_DOC},
+    },
+}
+# load-watcher's envelope (shared/wire.py), field by field.
+ENVELOPE = {
+    "type": "object",
+    "required": ["timestamp", "window", "source", "data"],
+    "properties": {
+        "timestamp": {"type": "integer"},
+        "window": {
+            "type": "object",
+            "required": ["duration", "start", "end"],
+            "properties": {
+                "duration": {"type": "string"},
+                "start": {"type": "integer"},
+                "end": {"type": "integer"},
+            },
+        },
+        "source": {"type": "string"},
+        "data": {
+            "type": "object",
+            "required": ["NodeMetricsMap"],
+            "properties": {
+                "NodeMetricsMap": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["metrics", "tags", "metadata"],
+                        "properties": {
+                            "metrics": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["name", "type", "operator", "rollup", "value"],
+                                    "properties": {
+                                        "name": {"type": "string"},
+                                        "type": {"type": "string"},
+                                        "operator": {"type": "string"},
+                                        "rollup": {"type": "string"},
+                                        "value": NUMBER,
+                                    },
+                                },
+                            },
+                            "tags": {"type": "object"},
+                            "metadata": {"type": "object"},
+                        },
+                    },
+                }
+            },
+        },
+    },
+}
+SAMPLES_DOC = {
+    "type": "object",
+    "required": ["node", "metric", "samples"],
+    "properties": {
+        "node": {"type": "string"},
+        "metric": {"type": "string"},
+        "samples": {
+            "type": "array",
+            "items": {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2},
+        },
+    },
+}
+STATUS_DOC = {
+    "type": "object",
+    "required": ["source", "store", "poller", "provider", "snapshot"],
+    "properties": {
+        "source": {"type": "string"},
+        "store": {
+            "type": "object",
+            "required": ["kind", "ok", "error"],
+            "properties": {
+                "kind": {"type": "string", "enum": ["memory", "redis"]},
+                "ok": {"type": "boolean"},
+                "error": NULLABLE_STRING,
+            },
+        },
+        "poller": {
+            "type": "object",
+            "required": ["self", "leader", "leading"],
+            "properties": {
+                "self": {"type": "string"},
+                "leader": NULLABLE_STRING,
+                "leading": {"type": "boolean"},
+            },
+        },
+        "provider": {"type": "object", "nullable": True},
+        "snapshot": {"type": "object", "nullable": True},
+        "lastPoll": LAST_POLL,
+        "lastSuccess": {"type": "number", "nullable": True},
+        "counters": {"type": "object"},
+        "nodes": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+READY_DOC = {
+    "type": "object",
+    "required": ["ready", "reasons"],
+    "properties": {
+        "ready": {"type": "boolean"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+    },
+}
 
 
-def _param(name: str, where: str, text: str, required: bool = False) -> dict[str, Any]:
+def _json(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": text, "content": {JSON: {"schema": schema}}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"description": text, "content": {TEXT: {"schema": {"type": "string"}}}}
+
+
+def _error(text: str) -> dict[str, Any]:
+    return _json(text, ERROR)
+
+
+NOT_MODIFIED = {"description": "not modified (If-None-Match matched the ETag)"}
+# Before the first successful poll, or with the store down and no snapshot yet.
+NO_DATA = {"500": _error("no data yet"), "503": _error("store unavailable, no snapshot yet")}
+
+
+def _param(
+    name: str, where: str, text: str, schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "in": where,
-        "required": required or where == "path",
+        "required": where == "path",
         "description": text,
-        "schema": {"type": "string"},
+        "schema": schema or {"type": "string"},
     }
 
 
-NODE = _param("node", "path", "Kubernetes node name")
-ERR = 'JSON error: {"error": "..."}'
+def _get(
+    summary: str,
+    responses: dict[str, Any],
+    params: list[dict[str, Any]] | None = None,
+    guarded: bool = False,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": dict(responses)}
+    if params:
+        op["parameters"] = params
+    if guarded:
+        op["responses"]["401"] = _error("missing or wrong bearer token")
+    else:
+        op["security"] = []  # open even when the API wants a token
+    return {"get": op}
 
 
-def document() -> dict[str, Any]:
-    return {
+def document(
+    metrics: list[str], guarded: bool = False, open_paths: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The description of this watcher: `metrics` are the metric keys it knows, `guarded` says
+    whether the API wants a bearer token and `open_paths` which paths stay open all the same."""
+    node = _param("node", "path", "Kubernetes node name")
+
+    def guard(path: str) -> bool:
+        return guarded and not any(
+            path == p or path.startswith(p.rstrip("/") + "/") for p in open_paths
+        )
+
+    doc: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {
             "title": "Ballast load-watcher",
             "version": "1",
             "description": "Node load windows with adaptive staleness; load-watcher compatible.",
         },
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": {
             "/watcher": _get(
                 "All nodes (or one with ?host=) in load-watcher's envelope",
-                {"200": "envelope", "404": "unknown host (plain text)", "500": "no data yet"},
+                {
+                    "200": _json("envelope", ENVELOPE),
+                    "304": NOT_MODIFIED,
+                    "404": _text("no live data for that host"),
+                    **NO_DATA,
+                },
                 [_param("host", "query", "only this node")],
+                guard("/watcher"),
             ),
-            "/watcher/health": _get("Provider health", {"200": "healthy", "503": "unhealthy"}),
+            "/watcher/health": _get(
+                "Provider health (empty body)",
+                {"200": {"description": "healthy"}, "503": {"description": "unhealthy"}},
+                guarded=guard("/watcher/health"),
+            ),
             "/api/v1/nodes": _get(
                 "Every node with window statistics, staleness state, age and horizon",
-                {"200": "nodes", "304": "not modified (If-None-Match)", "500": ERR},
+                {"200": _json("nodes", NODES_DOC), "304": NOT_MODIFIED, **NO_DATA},
+                guarded=guard("/api/v1/nodes"),
             ),
-            "/api/v1/nodes/{node}": _get("One node", {"200": "node", "404": ERR}, [NODE]),
+            "/api/v1/nodes/{node}": _get(
+                "One node",
+                {
+                    "200": _json("node", NODE_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("no data for that node"),
+                    **NO_DATA,
+                },
+                [node],
+                guard("/api/v1/nodes/x"),
+            ),
             "/api/v1/nodes/{node}/samples": _get(
                 "Raw samples of one metric in the window, [[time, value], ...]",
-                {"200": "samples", "400": ERR, "404": ERR},
-                [NODE, _param("metric", "query", "metric key, default cpu")],
+                {
+                    "200": _json("samples", SAMPLES_DOC),
+                    "304": NOT_MODIFIED,
+                    "400": _error("unknown metric"),
+                    "404": _error("no data for that node"),
+                    **NO_DATA,
+                },
+                [
+                    node,
+                    _param(
+                        "metric",
+                        "query",
+                        "metric key",
+                        {"type": "string", "enum": list(metrics), "default": "cpu"},
+                    ),
+                ],  # fmt: skip
+                guard("/api/v1/nodes/x/samples"),
             ),
             "/api/v1/status": _get(
-                "Provider, store and poller leadership status", {"200": "status"}
+                "Provider, store and poller leadership status",
+                {"200": _json("status", STATUS_DOC)},
+                guarded=guard("/api/v1/status"),
             ),
-            "/healthz": _get("Liveness", {"200": "alive"}),
-            "/readyz": _get("Readiness with reasons", {"200": "ready", "503": "not ready"}),
-            "/metrics": _get("The watcher's own Prometheus metrics", {"200": "text format"}),
+            "/healthz": _get("Liveness", {"200": _json("alive", {"type": "object"})}),
+            "/readyz": _get(
+                "Readiness with reasons",
+                {"200": _json("ready", READY_DOC), "503": _json("not ready", READY_DOC)},
+            ),
+            "/metrics": _get("This process's own Prometheus metrics", {"200": _text("metrics")}),
+            "/openapi.json": _get("This document", {"200": _json("OpenAPI", {"type": "object"})}),
         },
     }
+    if guarded:
+        doc["security"] = [{"bearer": []}]
+    return doc
