@@ -53,7 +53,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from sandbox import build, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.namespaces import delete_namespace, ensure_namespace
-from sandbox.nodes import create_nodes, numbered, wait_ready
+from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler import kubeapi
 from scheduler.cache import interrupt
 
@@ -63,9 +63,18 @@ TIMEOUT = 600.0
 T = (5.0, 30.0)
 
 
-def pod_body(name: str, scheduler: str) -> dict[str, Any]:
+WORKLOADS = ("plain", "spread")
+GROUP = 50  # pods per Deployment-like group in the `spread` workload
+ZONES = 3
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def pod_body(name: str, scheduler: str, workload: str = "plain", index: int = 0) -> dict[str, Any]:
+    """A bench pod. `spread` adds what a typical Deployment's pod carries: a group label,
+    required anti-affinity to its own group per node and a zone spread of maxSkew 1."""
     requests_ = {"cpu": "100m", "memory": "128Mi"}
-    return {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
@@ -80,6 +89,54 @@ def pod_body(name: str, scheduler: str) -> dict[str, Any]:
             ],
         },
     }
+    if workload == "spread":
+        group = {"app": f"{name[0]}g{index // GROUP}"}
+        selector = {"matchLabels": group}
+        body["metadata"]["labels"] = group
+        body["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": HOSTNAME}
+                ]
+            }
+        }
+        body["spec"]["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ]
+    return body
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its waited-for children, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_peak_mb(pid: int) -> float | None:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+class Contender:
+    """A running scheduler under test: how to stop it and, for a process, its pid."""
+
+    def __init__(self, stop: Callable[[], None], pid: int | None = None) -> None:
+        self.stop = stop
+        self.pid = pid
+
+    def cpu(self) -> float | None:
+        return process_cpu_seconds(self.pid) if self.pid else None
+
+    def rss_peak_mb(self) -> float | None:
+        return process_rss_peak_mb(self.pid) if self.pid else None
 
 
 class BindTracker:
@@ -202,7 +259,7 @@ def _wait_http(url: str, timeout: float = 60.0) -> None:
     raise TimeoutError(f"{url} not healthy after {timeout:.0f}s")
 
 
-def start_ballast(plane: ControlPlane, work: Path) -> Callable[[], None]:
+def start_ballast(plane: ControlPlane, work: Path) -> Contender:
     cfg = work / "ballast.yaml"
     cfg.write_text(
         yaml.safe_dump({"parallelism": THREADS, "leaderElection": {"leaderElect": False}})
@@ -234,7 +291,7 @@ def start_ballast(plane: ControlPlane, work: Path) -> Callable[[], None]:
         _print_cycle_time(f"http://127.0.0.1:{port}/metrics")
         _end(proc)
 
-    return stop
+    return Contender(stop, proc.pid)
 
 
 def _print_cycle_time(url: str) -> None:
@@ -249,7 +306,7 @@ def _print_cycle_time(url: str) -> None:
         print(f"[ballast] {count:.0f} cycles, mean {1000 * total / count:.2f} ms", flush=True)
 
 
-def start_kube_scheduler(plane: ControlPlane, work: Path) -> Callable[[], None]:
+def start_kube_scheduler(plane: ControlPlane, work: Path) -> Contender:
     cfg = work / "kube-scheduler.yaml"
     cfg.write_text(
         yaml.safe_dump(
@@ -282,7 +339,7 @@ def start_kube_scheduler(plane: ControlPlane, work: Path) -> Callable[[], None]:
         True,
     )
     _wait_http(f"https://127.0.0.1:{port}/healthz")
-    return lambda: _end(proc)
+    return Contender(lambda: _end(proc), proc.pid)
 
 
 def _end(proc: subprocess.Popen) -> None:
@@ -309,12 +366,15 @@ class PodMaker:
         resp = session.post(url, json=body, timeout=T)
         resp.raise_for_status()
 
-    def burst(self, namespace: str, names: list[str], scheduler: str) -> dict[str, float]:
+    def burst(
+        self, namespace: str, names: list[str], scheduler: str, workload: str = "plain"
+    ) -> dict[str, float]:
         created: dict[str, float] = {}
+        index = {pod: i for i, pod in enumerate(names)}
 
         def one(pod: str) -> None:
             created[pod] = time.monotonic()
-            self.create(namespace, pod_body(pod, scheduler))
+            self.create(namespace, pod_body(pod, scheduler, workload, index[pod]))
 
         with ThreadPoolExecutor(THREADS) as pool:
             list(pool.map(one, names))
@@ -378,14 +438,24 @@ def _settle_events(
     return {"events": count, "events_done_s": round(moved - since, 3) if count > 0 else None}
 
 
+IDLE_SECONDS = 5.0  # how long the contender's idle CPU is sampled, between the phases
+
+
+def _cpu_ms_per_pod(before: float | None, after: float | None, pods: int) -> float | None:
+    if before is None or after is None or not pods:
+        return None
+    return round(1000 * (after - before) / pods, 3)
+
+
 def run_one(
     name: str,
     namespace: str,
     scheduler: str,
-    starter: Callable[[str], Callable[[], None]],
+    starter: Callable[[str], Contender],
     api: client.ApiClient,
     maker: PodMaker,
     pods: int,
+    workload: str = "plain",
 ) -> dict[str, Any]:
     """Two phases: `backlog` (pods created first, then the scheduler started: throughput and
     ready-to-bound latency) and `burst` (scheduler running, pods created at once: throughput and
@@ -396,11 +466,12 @@ def run_one(
     backlog = [f"a{i:05d}" for i in range(pods)]
     print(f"[{name}] creating {pods} pods, scheduler stopped", flush=True)
     t0 = time.monotonic()
-    maker.burst(namespace, backlog, scheduler)
+    maker.burst(namespace, backlog, scheduler, workload)
     creation = time.monotonic() - t0
     started = time.monotonic()
-    stop = starter(namespace)
+    contender = starter(namespace)
     ready = time.monotonic()
+    cpu_ready = contender.cpu()  # start-up and the initial lists, before any pod is bound
     _wait_all(tracker, backlog)
     phase1 = _summary(
         {n: tracker.bound[n] for n in backlog if n in tracker.bound},
@@ -409,25 +480,47 @@ def run_one(
     )
     phase1["startup_s"] = round(ready - started, 3)
     phase1 |= _settle_events(api, namespace, "a", pods, ready)
+    cpu_backlog = contender.cpu()
+    phase1["cpu_startup_s"] = _round(cpu_ready)
+    phase1["cpu_ms_per_pod"] = _cpu_ms_per_pod(cpu_ready, cpu_backlog, phase1["bound"])
     print(f"[{name}] backlog {json.dumps(phase1)}", flush=True)
+    time.sleep(IDLE_SECONDS)  # measuring idle CPU: nothing to wait for but the clock
+    cpu_idle = contender.cpu()
     burst = [f"b{i:05d}" for i in range(pods)]
     print(f"[{name}] creating {pods} pods at once, scheduler running", flush=True)
     t0 = time.monotonic()
-    created = maker.burst(namespace, burst, scheduler)
+    created = maker.burst(namespace, burst, scheduler, workload)
     creation_burst = time.monotonic() - t0
     _wait_all(tracker, burst)
     phase2 = _summary({n: tracker.bound[n] for n in burst if n in tracker.bound}, created, pods)
     phase2["creation_seconds"] = round(creation_burst, 3)
     phase2 |= _settle_events(api, namespace, "b", pods, t0)
+    cpu_end = contender.cpu()
+    phase2["cpu_ms_per_pod"] = _cpu_ms_per_pod(cpu_idle, cpu_end, phase2["bound"])
     print(f"[{name}] burst {json.dumps(phase2)}", flush=True)
-    stop()
+    whole = {
+        # startup, both phases and the idle wait, over every pod bound: the issue's figure
+        "cpu_ms_per_pod": _cpu_ms_per_pod(
+            0.0 if cpu_end is not None else None, cpu_end, phase1["bound"] + phase2["bound"]
+        ),
+        "cpu_idle_ms_per_s": None
+        if cpu_idle is None or cpu_backlog is None
+        else round(1000 * (cpu_idle - cpu_backlog) / IDLE_SECONDS, 2),
+        "rss_peak_mb": contender.rss_peak_mb(),
+    }
+    contender.stop()
     tracker.stop()
     _reset(api, namespace)
     return {
         "scheduler": scheduler,
         "backlog": phase1 | {"creation_seconds": round(creation, 3)},
         "burst": phase2,
+        "whole_run": whole,
     }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _reset(api: client.ApiClient, namespace: str, timeout: float = 120.0) -> None:
@@ -450,7 +543,8 @@ def _reset(api: client.ApiClient, namespace: str, timeout: float = 120.0) -> Non
 
 
 PHASES = ("backlog", "burst")
-METRICS = ("pods_per_second", "latency_p50_s", "latency_p99_s", "first_bind_s")
+METRICS = ("pods_per_second", "latency_p50_s", "latency_p99_s", "first_bind_s", "cpu_ms_per_pod")
+WHOLE_METRICS = ("cpu_ms_per_pod", "cpu_idle_ms_per_s", "rss_peak_mb")
 GOALS = (("kube-scheduler", 1.0), ("raw-bind", 0.8))
 
 
@@ -465,23 +559,50 @@ def aggregate(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                 values = [r[name][phase][metric] for r in rounds if name in r]
                 values = [v for v in values if v is not None]
                 if values:
-                    out[name][phase][metric] = {
-                        "median": round(statistics.median(values), 3),
-                        "min": min(values),
-                        "max": max(values),
-                    }
+                    out[name][phase][metric] = _spread(values)
+        out[name]["whole_run"] = {}
+        for metric in WHOLE_METRICS:
+            values = [r[name]["whole_run"][metric] for r in rounds if name in r]
+            values = [v for v in values if v is not None]
+            if values:
+                out[name]["whole_run"][metric] = _spread(values)
     return out
 
 
-def verdict(summary: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
-    """Ratios of the median pods/s (Ballast over each other contender) and whether each goal of
-    issue 4 is met. The issue's goal names pods created at once (`burst`); backlog is reported
-    the same way because it measures scheduling without the client's creation rate."""
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
+
+
+# The `spread` workload's goals (issue 8): pods/s at least 0.9x kube-scheduler's, CPU per pod
+# at most 1.5x.
+SPREAD_GOALS = (("kube-scheduler", 0.9),)
+SPREAD_CPU_GOAL = 1.5
+
+
+def verdict(
+    summary: dict[str, Any], workload: str = "plain"
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Ratios of the median pods/s (Ballast over each other contender), of the median CPU per
+    pod (Ballast over kube-scheduler) and whether each goal is met. Issue 4's goal names pods
+    created at once (`burst`); backlog is reported the same way because it measures scheduling
+    without the client's creation rate."""
     ratios: dict[str, float] = {}
     goals: dict[str, Any] = {}
+    ours_cpu = summary.get("ballast", {}).get("whole_run", {}).get("cpu_ms_per_pod", {})
+    theirs_cpu = summary.get("kube-scheduler", {}).get("whole_run", {}).get("cpu_ms_per_pod", {})
+    if ours_cpu.get("median") and theirs_cpu.get("median"):
+        key = "cpu_per_pod_ballast_vs_kube_scheduler"
+        ratios[key] = round(ours_cpu["median"] / theirs_cpu["median"], 2)
+        if workload == "spread":
+            met = ratios[key] <= SPREAD_CPU_GOAL
+            goals[key] = {
+                "goal_at_most": SPREAD_CPU_GOAL,
+                "ratio_of_medians": ratios[key],
+                "met": met,
+            }
     for phase in PHASES:
         ours = summary.get("ballast", {}).get(phase, {}).get("pods_per_second", {}).get("median")
-        for other, goal in GOALS:
+        for other, goal in SPREAD_GOALS if workload == "spread" else GOALS:
             theirs = summary.get(other, {}).get(phase, {}).get("pods_per_second", {})
             if not ours or not theirs.get("median"):
                 continue
@@ -501,8 +622,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds", type=int, default=3, help="rounds; the order rotates each round"
     )
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="plain",
+        help="plain pods, or `spread`: per pod a group label, required anti-affinity to its "
+        f"group per node and a zone spread (maxSkew 1, {ZONES} zones), as a Deployment's pods",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default bench/results/scheduler.json for plain pods on 1,000 nodes, else "
+        "bench/results/scheduler-<workload>-<nodes>.json",
+    )
     args = parser.parse_args(argv)
+    if args.out is None:
+        plain = args.workload == "plain" and args.nodes == 1000
+        name = "scheduler.json" if plain else f"scheduler-{args.workload}-{args.nodes}.json"
+        args.out = RESULTS.with_name(name)
     urllib3.disable_warnings()
     began = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="ballast-bench-"))
@@ -513,7 +651,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = plane.api_client().configuration
         cfg.connection_pool_maxsize = THREADS * 2
         api = client.ApiClient(cfg)
-        specs = numbered(args.nodes, prefix="bench-node-", cpu="8", memory="32Gi")
+        specs = [
+            NodeSpec(f"bench-node-{i}", cpu="8", memory="32Gi", labels={ZONE: f"zone-{i % ZONES}"})
+            for i in range(args.nodes)
+        ]
         t0 = time.monotonic()
         chunks = [specs[i::THREADS] for i in range(THREADS)]
         with ThreadPoolExecutor(THREADS) as pool:
@@ -538,7 +679,9 @@ def main(argv: list[str] | None = None) -> int:
             for name in order:
                 scheduler, starter = starters[name]
                 ns = f"bench-{name}-r{k + 1}"
-                results[name] = run_one(name, ns, scheduler, starter, api, maker, args.pods)
+                results[name] = run_one(
+                    name, ns, scheduler, starter, api, maker, args.pods, args.workload
+                )
             rounds.append(results)
     finally:
         plane.stop()
@@ -547,6 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "nodes": args.nodes,
         "pods": args.pods,
+        "workload": args.workload,
         "cpus": os.cpu_count(),
         "client_threads": THREADS,
         "rounds": args.rounds,
@@ -554,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - began, 1),
     }
     summary = aggregate(rounds)
-    ratios, goals = verdict(summary)
+    ratios, goals = verdict(summary, args.workload)
     report |= {"medians": summary, "ratios_of_medians": ratios, "goals": goals}
     report["per_round"] = rounds
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -575,13 +719,21 @@ def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[
                 f"  {p50} s / {p99} s"
             )
     for key, goal in goals.items():
-        print(f"{key}: {ratios[key]}x, goal {goal['goal']}x: {'met' if goal['met'] else 'MISSED'}")
+        bound = f">= {goal['goal']}" if "goal" in goal else f"<= {goal['goal_at_most']}"
+        print(f"{key}: {ratios[key]}x, goal {bound}x: {'met' if goal['met'] else 'MISSED'}")
+    for name, phases in summary.items():
+        cpu = phases.get("whole_run", {})
+        print(
+            f"  {name:15} CPU {cpu.get('cpu_ms_per_pod', {}).get('median')} ms/pod, idle "
+            f"{cpu.get('cpu_idle_ms_per_s', {}).get('median')} ms/s, "
+            f"RSS peak {cpu.get('rss_peak_mb', {}).get('median')} MB"
+        )
 
 
-def _start_raw(api: client.ApiClient, nodes: list[str], namespace: str) -> Callable[[], None]:
+def _start_raw(api: client.ApiClient, nodes: list[str], namespace: str) -> Contender:
     binder = RawBinder(api, namespace, nodes)
     binder.start()
-    return binder.stop
+    return Contender(binder.stop)
 
 
 if __name__ == "__main__":
