@@ -36,6 +36,11 @@ from scheduler.clusterindex import (
     NAMESPACES,
     PVCS,
     PVS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SELECTOR_KINDS,
+    SERVICES,
+    STATEFUL_SETS,
     STORAGE_CLASSES,
     ClusterIndex,
     object_key,
@@ -227,6 +232,7 @@ class ClusterCache:
         self._gated: set[str] = set()
         core = client.CoreV1Api(api)
         storage = client.StorageV1Api(api)
+        apps = client.AppsV1Api(api)
         self.node_reflector = Reflector(
             "nodes", core.list_node, self._replace_nodes, self._node_event
         )
@@ -241,6 +247,10 @@ class ClusterCache:
             PVS: core.list_persistent_volume,
             STORAGE_CLASSES: storage.list_storage_class,
             CSI_NODES: storage.list_csi_node,
+            SERVICES: core.list_service_for_all_namespaces,
+            REPLICATION_CONTROLLERS: core.list_replication_controller_for_all_namespaces,
+            REPLICA_SETS: apps.list_replica_set_for_all_namespaces,
+            STATEFUL_SETS: apps.list_stateful_set_for_all_namespaces,
         }
         self.object_reflectors = [
             Reflector(
@@ -371,7 +381,8 @@ class ClusterCache:
             else:
                 self.index.put(kind, key, obj)
         # A new PVC, a bound PV or a relabelled namespace may let a parked pod fit.
-        self._listener.cluster_changed()
+        if kind not in SELECTOR_KINDS:
+            self._listener.cluster_changed()
 
     # --- pods ---------------------------------------------------------------------------
     def _replace_pods(self, items: list[dict[str, Any]]) -> None:

@@ -23,7 +23,14 @@ PVCS = "persistentvolumeclaims"
 PVS = "persistentvolumes"
 STORAGE_CLASSES = "storageclasses"
 CSI_NODES = "csinodes"
-OBJECT_KINDS = (NAMESPACES, PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
+# PodTopologySpread's default constraints take their selector from these (upstream's
+# DefaultSelector). Upstream does not requeue pods on their changes, so neither does the cache.
+SERVICES = "services"
+REPLICATION_CONTROLLERS = "replicationcontrollers"
+REPLICA_SETS = "replicasets"
+STATEFUL_SETS = "statefulsets"
+SELECTOR_KINDS = (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
+OBJECT_KINDS = (NAMESPACES, PVCS, PVS, STORAGE_CLASSES, CSI_NODES, *SELECTOR_KINDS)
 
 _NONE: frozenset[str] = frozenset()
 

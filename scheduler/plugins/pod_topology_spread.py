@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.clusterindex import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.config import Fields
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.labels import EVERYTHING, IN, LabelSelector
@@ -50,11 +51,6 @@ ZONE = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"
 SYSTEM, LIST = "System", "List"
-# Object kinds DefaultSelector reads (the cache's list+watch stores, keyed "namespace/name").
-SERVICES = "services"
-REPLICATION_CONTROLLERS = "replicationcontrollers"
-REPLICA_SETS = "replicasets"
-STATEFUL_SETS = "statefulsets"
 _OWNER_KINDS = {
     ("v1", "ReplicationController"): REPLICATION_CONTROLLERS,
     ("apps/v1", "ReplicaSet"): REPLICA_SETS,
