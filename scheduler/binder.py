@@ -26,6 +26,22 @@ TIMEOUT = (5.0, 15.0)
 
 Outcome = Callable[[PodInfo, str, str, str], None]  # pod, node, result, detail
 
+# Upstream's PreBind: API writes a plugin needs before the pod is bound to `node` (VolumeBinding
+# writes the selected node on WaitForFirstConsumer claims). Plugins append at import; each runs
+# on the binder thread and returns "" to go on, or why the binding must not happen, which fails
+# it like a rejected Binding (the cycle forgets the assumption and requeues the pod).
+PreBind = Callable[[client.ApiClient, PodInfo, str], str]
+PRE_BIND: list[PreBind] = []
+
+
+def pre_bind(api: client.ApiClient, pod: PodInfo, node: str) -> str:
+    """The first PreBind hook's objection, "" when all went through."""
+    for hook in PRE_BIND:
+        detail = hook(api, pod, node)
+        if detail:
+            return detail
+    return ""
+
 
 def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
     return {
@@ -74,10 +90,14 @@ class Binder:
         result, detail = BOUND, ""
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         try:
-            answer = kubeapi.request(self._api, "POST", path, binding_body(pod, node), TIMEOUT)
-            if not answer.ok:
-                detail = answer.message()
-                result = {409: ALREADY_BOUND, 404: GONE}.get(answer.status, FAILED)
+            detail = pre_bind(self._api, pod, node)
+            if detail:
+                result = FAILED
+            else:
+                answer = kubeapi.request(self._api, "POST", path, binding_body(pod, node), TIMEOUT)
+                if not answer.ok:
+                    detail = answer.message()
+                    result = {409: ALREADY_BOUND, 404: GONE}.get(answer.status, FAILED)
         except Exception as exc:  # noqa: BLE001 - transport errors: requeue and retry
             result, detail = FAILED, f"{type(exc).__name__}: {exc}"
         try:
