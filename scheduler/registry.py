@@ -24,6 +24,7 @@ from scheduler.plugins import (
     node_resources_fit,
     node_resources_least_allocated,
     node_unschedulable,
+    pod_topology_spread,
     taint_toleration,
     target_load_packing,
 )
@@ -46,6 +47,7 @@ _MODULES: tuple[ModuleType, ...] = (
     metric_score,
     node_resources_least_allocated,
     node_resources_balanced_allocation,
+    pod_topology_spread,
 )
 
 REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
