@@ -24,9 +24,13 @@ from scheduler.plugins import (
     node_resources_fit,
     node_resources_least_allocated,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     taint_toleration,
     target_load_packing,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +44,10 @@ _MODULES: tuple[ModuleType, ...] = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_binding,
+    volume_zone,
     load_threshold,
     target_load_packing,
     load_variation_risk_balancing,
