@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.errors import ConfigError
 from scheduler.framework import Plugin
 from scheduler.plugins import (
+    inter_pod_affinity,
     load_threshold,
     load_variation_risk_balancing,
     low_risk_over_commitment,
@@ -53,6 +54,7 @@ _MODULES: tuple[ModuleType, ...] = (
     load_variation_risk_balancing,
     low_risk_over_commitment,
     metric_score,
+    inter_pod_affinity,
     node_resources_least_allocated,
     node_resources_balanced_allocation,
     pod_topology_spread,
