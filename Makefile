@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build lint test fuzz demo demo-up bench-watcher bench-scheduler clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build lint test fuzz demo demo-up bench-watcher bench-scheduler clean
 
 all: test
 
@@ -27,7 +27,11 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: sandbox-build lint
+# The differential test (tests/integration/test_differential.py) runs upstream kube-scheduler.
+kube-scheduler-build: sandbox-build
+	$(BALLAST) sandbox build --with-kube-scheduler
+
+test: sandbox-build kube-scheduler-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.
