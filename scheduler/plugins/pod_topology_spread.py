@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.clusterindex import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
-from scheduler.config import Fields
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.labels import EVERYTHING, IN, LabelSelector
 from scheduler.plugins.node_affinity import required_terms, term_matches
 from scheduler.plugins.taint_toleration import tolerated, tolerations
 from scheduler.resources import go_round
+
+if TYPE_CHECKING:
+    from scheduler.config import Fields
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"
@@ -97,7 +99,7 @@ def parse_args(f: Fields) -> Args:
         raise f.error("defaultConstraints", 'must be empty when defaultingType is "System"')
     seen: set[tuple[str, str]] = set()
     for i, item in enumerate(raw):
-        c = Fields(item, f.path(f"defaultConstraints[{i}]"))
+        c = type(f)(item, f.path(f"defaultConstraints[{i}]"))  # config imports the plugins
         c.integer("maxSkew", 0, lo=1)
         key = c.string("topologyKey")
         if not key:
