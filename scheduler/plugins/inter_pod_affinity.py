@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.clusterindex import NAMESPACES, ClusterIndex
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.labels import EXISTS, IN
 from scheduler.plugins.pod_affinity_terms import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI,
@@ -63,7 +64,7 @@ _AFFINITY_FAILED = Status.reject(REASON_AFFINITY, unresolvable=True)
 _ANTI_FAILED = Status.reject(REASON_ANTI_AFFINITY)
 _EXISTING_FAILED = Status.reject(REASON_EXISTING_ANTI_AFFINITY)
 
-Counts = dict[tuple[str, str], int]  # (topologyKey, value) -> matching pods
+Pairs = dict[str, set[str]]  # topologyKey -> the node values where matching pods are
 
 
 @dataclass(frozen=True)
@@ -118,75 +119,103 @@ def _size(parts: list[Iterable[str]]) -> int:
     return sum(len(p) for p in parts)  # type: ignore[arg-type]
 
 
-def _add(counts: Counts, node: NodeInfo, key: str, value: int) -> None:
-    topology_value = node.labels.get(key)
-    if topology_value is not None:
-        pair = (key, topology_value)
-        counts[pair] = counts.get(pair, 0) + value
+def _put(found: Pairs, key: str, node: NodeInfo | None) -> None:
+    value = node.labels.get(key) if node is not None else None
+    if value is not None:
+        values = found.get(key)
+        if values is None:
+            found[key] = {value}
+        else:
+            values.add(value)
 
 
-def _affinity_counts(terms: tuple[Term, ...], snap: Snapshot) -> Counts:
-    """Pairs of placed pods matching ALL `terms`, each term's key counted."""
-    counts: Counts = {}
+def _exact(term: Term) -> bool:
+    """True when the index's candidates for `term` all match it (one In or Exists)."""
+    reqs = term.selector.requirements
+    return not term.all_namespaces and len(reqs) == 1 and reqs[0][1] in (IN, EXISTS)
+
+
+def _affinity_pairs(terms: tuple[Term, ...], snap: Snapshot) -> Pairs:
+    """Pairs of placed pods matching ALL `terms`, each term's key counted (upstream counts
+    pods per pair; only whether a pair has any matters, and counts never go down here)."""
+    found: Pairs = {}
     if not terms:
-        return counts
-    cluster = snap.cluster
-    parts = min((_candidates(t, cluster) for t in terms), key=_size)
-    for uids in parts:
+        return found
+    cluster, nodes = snap.cluster, snap.nodes
+    pods, placed = cluster.pods, cluster.placed
+    for uids in min((_candidates(t, cluster) for t in terms), key=_size):
         for uid in uids:
-            pod = cluster.pods[uid]
+            pod = pods[uid]
             if all(t.matches(pod, None) for t in terms):
-                node = snap.nodes.get(cluster.placed[uid])
-                if node is not None:
-                    for t in terms:
-                        _add(counts, node, t.topology_key, 1)
-    return counts
+                node = nodes.get(placed[uid])
+                for t in terms:
+                    _put(found, t.topology_key, node)
+    return found
 
 
-def _anti_counts(terms: tuple[Term, ...], snap: Snapshot) -> Counts:
-    counts: Counts = {}
-    cluster = snap.cluster
+def _anti_pairs(terms: tuple[Term, ...], snap: Snapshot) -> Pairs:
+    found: Pairs = {}
+    cluster, nodes = snap.cluster, snap.nodes
+    pods, placed = cluster.pods, cluster.placed
     for t in terms:
+        key, exact, selector = t.topology_key, _exact(t), t.selector
+        values: set[str] = set()
         for uids in _candidates(t, cluster):
             for uid in uids:
-                pod = cluster.pods[uid]
-                if t.matches(pod, None):
-                    node = snap.nodes.get(cluster.placed[uid])
+                # candidates are already in the term's namespaces: only labels are left
+                if exact or selector.matches(pods[uid].labels):
+                    node = nodes.get(placed[uid])
                     if node is not None:
-                        _add(counts, node, t.topology_key, 1)
-    return counts
+                        value = node.labels.get(key)
+                        if value is not None:
+                            values.add(value)
+        if values:
+            found.setdefault(key, set()).update(values)
+    return found
 
 
-def _existing_anti_counts(
+def _existing_anti_pairs(
     pod: PodInfo, ns_labels: Mapping[str, str] | None, snap: Snapshot
-) -> Counts:
-    counts: Counts = {}
+) -> Pairs:
+    found: Pairs = {}
+    nodes = snap.nodes
     for group, term, _ in existing_terms(snap.cluster).anti.candidates(pod.labels):
         if term.matches(pod, ns_labels):
-            for node_name, members in group.nodes.items():
-                node = snap.nodes.get(node_name)
-                if node is not None:
-                    _add(counts, node, term.topology_key, members)
-    return counts
-
-
-def _by_key(counts: Counts) -> dict[str, frozenset[str]]:
-    """topologyKey -> the values with a positive count."""
-    out: dict[str, set[str]] = {}
-    for (key, value), n in counts.items():
-        if n > 0:
-            out.setdefault(key, set()).add(value)
-    return {k: frozenset(v) for k, v in out.items()}
+            key = term.topology_key
+            for node_name in group.nodes:
+                _put(found, key, nodes.get(node_name))
+    return found
 
 
 @dataclass(frozen=True)
 class _FilterState:
     affinity: tuple[Term, ...]
-    affinity_values: dict[str, frozenset[str]]
+    affinity_pairs: Pairs
     first_replica: bool  # no placed pod matched and the pod matches its own terms
-    # topologyKey -> values where the pod may not go, per reason
-    anti_values: dict[str, frozenset[str]]
-    existing_values: dict[str, frozenset[str]]
+    anti_pairs: Pairs  # where the incoming pod's anti-affinity forbids it
+    existing_pairs: Pairs  # where placed pods' anti-affinity forbids it
+    # the anti-affinity verdicts by the node's value, when they involve one key only
+    one_key: str | None
+    by_value: dict[str, Status]
+
+    @classmethod
+    def of(
+        cls,
+        affinity: tuple[Term, ...],
+        affinity_pairs: Pairs,
+        first_replica: bool,
+        anti_pairs: Pairs,
+        existing_pairs: Pairs,
+    ) -> _FilterState:
+        keys = anti_pairs.keys() | existing_pairs.keys()
+        one_key = next(iter(keys)) if len(keys) == 1 else None
+        by_value: dict[str, Status] = {}
+        if one_key is not None:
+            by_value = dict.fromkeys(existing_pairs.get(one_key, ()), _EXISTING_FAILED)
+            by_value.update(dict.fromkeys(anti_pairs.get(one_key, ()), _ANTI_FAILED))
+        return cls(
+            affinity, affinity_pairs, first_replica, anti_pairs, existing_pairs, one_key, by_value
+        )
 
     def check(self, labels: Mapping[str, str]) -> Status | None:
         if self.affinity:
@@ -194,15 +223,17 @@ class _FilterState:
             for t in self.affinity:
                 value = labels.get(t.topology_key)
                 if value is None:
-                    return _AFFINITY_FAILED
-                if value not in self.affinity_values.get(t.topology_key, ()):
+                    return _AFFINITY_FAILED  # every key must be on the node
+                if value not in self.affinity_pairs.get(t.topology_key, ()):
                     pods_exist = False
             if not pods_exist and not self.first_replica:
                 return _AFFINITY_FAILED
-        for key, values in self.anti_values.items():
+        if self.one_key is not None:
+            return self.by_value.get(labels.get(self.one_key))  # type: ignore[arg-type]
+        for key, values in self.anti_pairs.items():
             if labels.get(key) in values:
                 return _ANTI_FAILED
-        for key, values in self.existing_values.items():
+        for key, values in self.existing_pairs.items():
             if labels.get(key) in values:
                 return _EXISTING_FAILED
         return None
@@ -222,16 +253,16 @@ class Plugin:
         cluster = snap.cluster
         affinity = _resolve(terms.required_affinity, cluster)
         anti = _resolve(terms.required_anti, cluster)
-        existing = _existing_anti_counts(pod, cluster.namespace_labels(pod.namespace), snap)
+        existing = _existing_anti_pairs(pod, cluster.namespace_labels(pod.namespace), snap)
         if not existing and not affinity and not anti:
             return False
-        affinity_counts = _affinity_counts(affinity, snap)
-        state[_FILTER] = _FilterState(
-            affinity=affinity,
-            affinity_values=_by_key(affinity_counts),
-            first_replica=not affinity_counts and all(t.matches(pod, None) for t in affinity),
-            anti_values=_by_key(_anti_counts(anti, snap)),
-            existing_values=_by_key(existing),
+        affinity_pairs = _affinity_pairs(affinity, snap)
+        state[_FILTER] = _FilterState.of(
+            affinity,
+            affinity_pairs,
+            not affinity_pairs and all(t.matches(pod, None) for t in affinity),
+            _anti_pairs(anti, snap),
+            existing,
         )
         return True
 
@@ -251,10 +282,14 @@ class Plugin:
         s = self._state(state, pod, snap)
         if s is None:
             return {}
-        if not s.affinity and not s.existing_values and len(s.anti_values) == 1:
+        if not s.affinity and s.one_key is not None:
             # The usual Deployment: anti-affinity to its own group on one key.
-            ((key, values),) = s.anti_values.items()
-            return {i: _ANTI_FAILED for i, n in enumerate(nodes) if n.labels.get(key) in values}
+            key, get = s.one_key, s.by_value.get
+            return {
+                i: verdict
+                for i, node in enumerate(nodes)
+                if (verdict := get(node.labels.get(key))) is not None  # type: ignore[arg-type]
+            }
         out: dict[int, Status] = {}
         check = s.check
         for i, node in enumerate(nodes):

@@ -15,7 +15,6 @@ groups the incoming pod's labels can match, not at every placed pod.
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -142,9 +141,11 @@ def terms_of(pod: PodInfo) -> PodTerms:
 
 
 def _signature(pod: PodInfo) -> tuple[str, str]:
+    """Pods with equal signatures have equal terms. repr, not sorted JSON: pods of one workload
+    come from the same template through the same serializer, so their dicts have one key order;
+    a pod whose order differs only starts a group of its own, which costs nothing in results."""
     affinity = (pod.raw.get("spec") or {}).get("affinity") or {}
-    terms = [affinity.get("podAffinity"), affinity.get("podAntiAffinity")]
-    return pod.namespace, json.dumps(terms, sort_keys=True, separators=(",", ":"))
+    return pod.namespace, repr((affinity.get("podAffinity"), affinity.get("podAntiAffinity")))
 
 
 @dataclass(eq=False)

@@ -361,3 +361,15 @@ def test_parse_args_defaults_and_bounds():
         ipa.parse_args(Fields({"hardPodAffinityWeight": 101}, "a"))
     with pytest.raises(ConfigError):
         ipa.parse_args(Fields({"unknown": 1}, "a"))
+
+
+def test_own_anti_affinity_reason_wins_over_existing_pods_on_another_key():
+    nodes = [node("n1", "a"), node("n2", "a"), node("n3", "b")]
+    guard = pod("g", anti=[term(HOST, app="web")])  # blocks host n1 for app=web
+    db = pod("db", labels={"app": "db"})  # the incoming pod avoids db's zone
+    p = pod("w", labels={"app": "web"}, anti=[term(ZONE, app="db")])
+    got = verdicts(p, nodes, [(guard, "n1"), (db, "n2")])
+    assert got == {"n1": ipa.REASON_ANTI_AFFINITY, "n2": ipa.REASON_ANTI_AFFINITY, "n3": ""}
+    got = verdicts(p, nodes, [(guard, "n3"), (db, "n2")])
+    reason = ipa.REASON_EXISTING_ANTI_AFFINITY
+    assert got == {"n1": ipa.REASON_ANTI_AFFINITY, "n2": ipa.REASON_ANTI_AFFINITY, "n3": reason}
