@@ -1,5 +1,9 @@
 """The scheduler's own HTTP endpoints: `/metrics` (Prometheus text) and `/healthz`.
 
+Every figure is this replica's own (what it scheduled, bound, fetched, holds in its cache), so
+sums over replicas count each pod once; `_nodes` is the cluster as this replica's cache sees it,
+the same on every replica (aggregate with max).
+
 Counters the cycle updates directly live in `Telemetry`; numbers other parts already keep
 (queue depth, watcher snapshot age, cache and client counters) are read at scrape time by a
 collector, so the hot path never formats anything.
@@ -67,13 +71,19 @@ class _Live(Collector):
         self._s = sources
 
     def collect(self) -> Iterator[Any]:
+        elector = self._s.get("elector")
+        leading = elector is None or elector.is_leader()
         queue = self._s.get("queue")
         if queue is not None:
             depth = GaugeMetricFamily(
-                f"{PREFIX}_pending_pods", "Pods waiting in the queue, by room.", labels=["queue"]
+                f"{PREFIX}_pending_pods",
+                "Pods this replica waits to schedule, by room (0 on a standby).",
+                labels=["queue"],
             )
+            # A standby's queue mirrors the leader's pending pods; counting them on both
+            # replicas would double sum(ballast_scheduler_pending_pods).
             for room, count in queue.depth().items():
-                depth.add_metric([room], count)
+                depth.add_metric([room], count if leading else 0)
             yield depth
         client = self._s.get("metrics_client")
         if client is not None:
@@ -120,11 +130,8 @@ class _Live(Collector):
                 "Bound pods counted on top of the watcher's data.",
                 value=len(recent),
             )
-        elector = self._s.get("elector")
         if elector is not None:
-            yield GaugeMetricFamily(
-                f"{PREFIX}_leader", "1 when this replica leads.", value=int(elector.is_leader())
-            )
+            yield GaugeMetricFamily(f"{PREFIX}_leader", "1 when this replica leads.", value=leading)
 
 
 class StatusServer(BackgroundServer):

@@ -9,6 +9,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,21 @@ def error(status: int, message: str) -> Response:
     return Response(dumps({"error": message}), status=status, mimetype="application/json")
 
 
-def create_app(config: Config, store: Store, holder: str, poller: Any = None) -> Flask:
-    """`poller` is given when it runs in this process (memory store), for its live status."""
+def create_app(
+    config: Config,
+    store: Store,
+    holder: str,
+    poller: Any = None,
+    figures: Callable[[], dict[str, Any] | None] | None = None,
+) -> Flask:
+    """`poller` is given when it runs in this process (memory store), for its live status;
+    `figures` reads what this replica's poller did when it runs in another process."""
     app = Flask("watcher")
     reader = SnapshotReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
     cache = BodyCache()
-    collector = selfmetrics.SnapshotCollector(reader, holder, store.leader)
+    if poller is not None:
+        figures = lambda: selfmetrics.poller_figures(poller)  # noqa: E731
+    collector = selfmetrics.ReplicaCollector(reader, figures or (lambda: None))
     origins = set(config.cors_origins)
     app.extensions["ballast_reader"] = reader
     spec = dumps(

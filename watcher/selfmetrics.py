@@ -1,14 +1,26 @@
-"""The watcher's own Prometheus metrics (/metrics).
+"""The watcher's own Prometheus metrics (/metrics): what this replica did, nothing shared.
 
+Every replica polls only while it holds the lock, so its counters say what its own poller did
+and `sum(rate(ballast_watcher_polls_total[5m]))` over all replicas counts each poll once. The
+cluster-wide poll status (the active poller's last poll, its counters) is in /api/v1/status and
+/readyz. Gauges read from the shared snapshot (`ballast_watcher_nodes`) are the same on every
+replica: aggregate them with max(), not sum().
+
+With Redis the poller runs in gunicorn's master and the API in the workers: the master writes
+its poller's figures to a small file (`PollerFile`) that the workers read at scrape time.
 Request latency is recorded per process (multiprocess mode under several gunicorn workers).
-Poll figures come from the shared snapshot, so every worker and replica reports the same ones.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -16,70 +28,122 @@ from prometheus_client.metrics_core import Metric
 
 from watcher.views import SnapshotReader
 
+log = logging.getLogger(__name__)
+
 REQUEST_SECONDS = Histogram(
     "ballast_watcher_request_duration_seconds",
     "Time to answer an API request",
     ["endpoint"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
+EXPORT_INTERVAL = 1.0  # how often the master refreshes the poller file; scrapes are rarer
 
 
-class SnapshotCollector:
-    def __init__(self, reader: SnapshotReader, holder: str, leader_of) -> None:  # noqa: ANN001
+def poller_figures(poller: Any) -> dict[str, Any]:
+    """What one poller did so far, as plain JSON-able data."""
+    return {
+        **poller.counters(),
+        "leading": bool(poller.leading),
+        "lastDuration": poller.last_poll.get("duration") or 0.0,
+    }
+
+
+class PollerFile:
+    """The master's poller figures, handed to the workers through a file they all can read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, figures: dict[str, Any]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(figures))
+        os.replace(tmp, self.path)  # readers see the old file or the new one, never half
+
+    def read(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None  # before the master's first write
+
+    def export(self, poller: Any, stop: threading.Event) -> threading.Thread:
+        """Refresh the file from `poller` every EXPORT_INTERVAL until `stop` is set."""
+
+        def loop() -> None:
+            while True:
+                try:
+                    self.write(poller_figures(poller))
+                except OSError as exc:
+                    log.warning("cannot write the poller's figures to %s: %s", self.path, exc)
+                if stop.wait(EXPORT_INTERVAL):
+                    return
+
+        thread = threading.Thread(target=loop, name="poller-figures", daemon=True)
+        thread.start()
+        return thread
+
+
+class ReplicaCollector:
+    """This replica's poller (from `figures`) and its view of the store and the snapshot."""
+
+    def __init__(
+        self, reader: SnapshotReader, figures: Callable[[], dict[str, Any] | None]
+    ) -> None:
         self.reader = reader
-        self.holder = holder
-        self.leader_of = leader_of  # () -> current lock holder, or None
+        self.figures = figures
 
     def collect(self) -> Iterator[Metric]:
-        view = self.reader.get()
-        up = GaugeMetricFamily("ballast_watcher_store_up", "1 when the window store answers")
+        up = GaugeMetricFamily(
+            "ballast_watcher_store_up", "1 when the window store answers this replica"
+        )
         up.add_metric([], 0.0 if self.reader.store_error else 1.0)
         yield up
-        if view is None:
-            return
-        counters = view.doc.get("counters", {})
-        last = view.last_poll
+        yield from self._poller(self.figures() or {})
+        view = self.reader.get()
+        if view is not None:
+            nodes = GaugeMetricFamily(
+                "ballast_watcher_nodes",
+                "Nodes by staleness state in the shared snapshot (same on every replica)",
+                labels=["state"],
+            )
+            for st, count in view.states(time.time()).items():
+                nodes.add_metric([st], count)
+            yield nodes
+
+    def _poller(self, fig: dict[str, Any]) -> Iterator[Metric]:
         yield GaugeMetricFamily(
-            "ballast_watcher_poll_duration_seconds",
-            "Duration of the last poll",
-            value=last.get("duration") or 0.0,
+            "ballast_watcher_leader",
+            "1 when this replica's poller holds the lock and polls",
+            value=1.0 if fig.get("leading") else 0.0,
         )
         yield GaugeMetricFamily(
-            "ballast_watcher_last_poll_ok", "1 when the last poll had no errors",
-            value=1.0 if last.get("ok") else 0.0,
-        )  # fmt: skip
+            "ballast_watcher_poll_duration_seconds",
+            "Duration of this replica's last poll (0 before its first)",
+            value=fig.get("lastDuration", 0.0),
+        )
         yield CounterMetricFamily(
-            "ballast_watcher_polls", "Polls by the active poller", value=counters.get("polls", 0)
+            "ballast_watcher_polls", "Polls by this replica", value=fig.get("polls", 0)
         )
         yield CounterMetricFamily(
             "ballast_watcher_poll_seconds",
-            "Total time spent polling",
-            value=counters.get("pollSeconds", 0.0),
+            "Time this replica spent polling",
+            value=fig.get("pollSeconds", 0.0),
+        )
+        yield CounterMetricFamily(
+            "ballast_watcher_store_errors",
+            "Failed store operations of this replica's poller",
+            value=fig.get("storeErrors", 0),
         )
         for name, key, text in (
             ("ballast_watcher_poll_errors", "pollErrors", "Failed provider queries by reason"),
             ("ballast_watcher_rejected_samples", "rejected", "Rejected samples by reason"),
         ):
-            family = CounterMetricFamily(name, text, labels=["reason"])
-            for reason, count in sorted(counters.get(key, {}).items()):
+            family = CounterMetricFamily(name, f"{text}, this replica", labels=["reason"])
+            for reason, count in sorted(fig.get(key, {}).items()):
                 family.add_metric([reason], count)
             yield family
-        nodes = GaugeMetricFamily(
-            "ballast_watcher_nodes", "Nodes by staleness state", labels=["state"]
-        )
-        for st, count in view.states(time.time()).items():
-            nodes.add_metric([st], count)
-        yield nodes
-        try:
-            leading = 1.0 if self.leader_of() in (None, self.holder) else 0.0
-        except Exception:  # the store is down: nobody can tell
-            leading = 0.0
-        yield GaugeMetricFamily(
-            "ballast_watcher_leader", "1 when this replica runs the active poller", value=leading
-        )
 
 
-def render(collector: SnapshotCollector) -> bytes:
+def render(collector: ReplicaCollector) -> bytes:
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess

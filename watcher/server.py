@@ -12,7 +12,9 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -50,11 +52,18 @@ def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
 
 
 class WatcherApplication(BaseApplication):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, rundir: str = "") -> None:
         self.config = config
         self.memory = not config.redis_url
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.poller: Poller | None = None
+        # Not at module level: prometheus_client picks its multiprocess mode when first imported,
+        # which must come after serve() has set PROMETHEUS_MULTIPROC_DIR.
+        from watcher import selfmetrics
+
+        # The master's poller figures for the workers' /metrics (Redis: they are other processes)
+        self.figures = selfmetrics.PollerFile(Path(rundir or tempfile.gettempdir()) / "poller.json")
+        self._stop_export = threading.Event()
         super().__init__()
 
     def load_config(self) -> None:
@@ -80,20 +89,22 @@ class WatcherApplication(BaseApplication):
         from watcher.api import create_app
 
         store = stores.create(self.config)
-        poller = None
         if self.memory:
             poller = make_poller(self.config, store, self.holder)
             poller.start()
-        return create_app(self.config, store, self.holder, poller)
+            return create_app(self.config, store, self.holder, poller)
+        return create_app(self.config, store, self.holder, figures=self.figures.read)
 
     def _when_ready(self, server: Any) -> None:
         if not self.memory:
             self.poller = make_poller(self.config, stores.create(self.config), self.holder)
             self.poller.start()
+            self.figures.export(self.poller, self._stop_export)
         log.warning("ballast watcher listening on %s (%s store)", self.config.listen,
                     "memory" if self.memory else "redis")  # fmt: skip
 
     def _on_exit(self, server: Any) -> None:
+        self._stop_export.set()
         if self.poller is not None:
             self.poller.stop()
 
@@ -119,14 +130,13 @@ def serve(config: Config) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     check(config)
-    multiproc = None
+    rundir = tempfile.mkdtemp(prefix="ballast-watcher-")
     if config.redis_url and config.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Request metrics of all workers are merged through files in this directory.
-        multiproc = tempfile.mkdtemp(prefix="ballast-watcher-metrics-")
+        os.mkdir(multiproc := os.path.join(rundir, "metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc
     try:
-        WatcherApplication(config).run()
+        WatcherApplication(config, rundir).run()
     finally:
-        if multiproc:
-            shutil.rmtree(multiproc, ignore_errors=True)
+        shutil.rmtree(rundir, ignore_errors=True)
     return 0

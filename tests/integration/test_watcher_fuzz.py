@@ -78,7 +78,9 @@ def run_schemathesis(url: str, workdir: Path, *headers: str) -> tuple[int, dict,
            "--report-ndjson-path", str(report), "--no-color"]  # fmt: skip
     for header in headers:
         cmd += ["-H", header]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SECONDS * 4 + 120)
+    done = subprocess.run(  # in workdir: schemathesis keeps a .schemathesis/ cache there
+        cmd, capture_output=True, text=True, timeout=SECONDS * 4 + 120, cwd=workdir
+    )
     return done.returncode, summarise(report), done.stdout[-6000:] + done.stderr[-2000:]
 
 
