@@ -34,7 +34,9 @@ def reason_histogram(message: str) -> dict[str, int]:
 class Mismatch:
     seed: int
     index: int
-    kind: str  # "feasible", "reasons", "invalid", "no-verdict"
+    # "feasible", "reasons" (Ballast vs upstream), "invalid" (a Ballast placement the checker
+    # refuses), "checker" (the checker vs upstream: a harness bug), "no-verdict"
+    kind: str
     namespace: str
     pod: dict[str, Any]  # the scenario's pod, before the run's renaming
     features: list[str]
@@ -48,14 +50,15 @@ class Mismatch:
 
     def render(self) -> str:
         up, ours = set(self.upstream_feasible), set(self.ballast_feasible)
+        other = "checker" if self.kind == "checker" else "ballast"
         lines = [
             f"seed {self.seed} pod {self.index} (namespace {self.namespace}, "
             f"{'+'.join(self.features)}): {self.kind}"
         ]
-        if self.kind == "feasible":
-            lines.append(f"  feasible upstream {len(up)}, ballast {len(ours)}")
+        if self.kind in ("feasible", "checker"):
+            lines.append(f"  feasible upstream {len(up)}, {other} {len(ours)}")
             lines.append(f"  only upstream: {', '.join(sorted(up - ours)) or '-'}")
-            lines.append(f"  only ballast:  {', '.join(sorted(ours - up)) or '-'}")
+            lines.append(f"  only {other}: {', '.join(sorted(ours - up)) or '-'}")
         if self.upstream_message or self.ballast_message:
             lines.append(f"  upstream: {self.upstream_message or '(schedulable)'}")
             lines.append(f"  ballast:  {self.ballast_message or '(schedulable)'}")

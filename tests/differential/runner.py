@@ -114,13 +114,10 @@ class Api:
         for name in pvs:
             _gone_ok(core.delete_persistent_volume, name)
 
-    def node_objects(self, names: list[str]) -> dict[str, dict[str, Any]]:
+    def node_objects(self) -> dict[str, dict[str, Any]]:
+        """Every node: both schedulers judge the whole cluster, so the checker does too."""
         resp = self.core.list_node(_preload_content=False, _request_timeout=T)
-        return {
-            n["metadata"]["name"]: n
-            for n in json.loads(resp.data)["items"]
-            if n["metadata"]["name"] in names
-        }
+        return {n["metadata"]["name"]: n for n in json.loads(resp.data)["items"]}
 
 
 def _gone_ok(call: Callable[..., Any], *args: str) -> None:
@@ -218,10 +215,21 @@ class _Phase:
     say: Callable[[str], None]
 
 
+def _model(phase: _Phase, run: _Run) -> checker.Cluster:
+    """The checker's picture of a phase's cluster, before any of its pods is placed."""
+    return checker.Cluster(
+        nodes=phase.calls.node_objects(),
+        namespaces={real: dict(phase.sc.namespaces[lg]) for lg, real in run.namespaces.items()},
+        claims=dict(run.pvcs),
+        volumes=dict(run.pvs),
+    )
+
+
 def _differential(phase: _Phase, run: _Run) -> None:
     env, calls, sc, result = phase.env, phase.calls, phase.sc, phase.result
     placed: dict[str, str] = {}  # uid -> node, as the judge placed them
     order: list[tuple[int, str]] = []
+    model = _model(phase, run)
     for i, (logical, pod, features) in enumerate(sc.pods):
         ns = run.namespaces[logical]
         body = scenario.pod_for_run(pod, run.prefix, "default-scheduler", gated=True)
@@ -261,11 +269,24 @@ def _differential(phase: _Phase, run: _Run) -> None:
         if outcome.node and outcome.node not in up_nodes:
             found = found or Mismatch(sc.seed, i, "feasible", logical, pod, features)
             found.detail.append(f"upstream bound it to {outcome.node}, outside its feasible set")
-        if found is not None:
-            found.placed_before = list(order)
-            result.mismatches.append(found)
-            phase.say(found.render())
+        # The checker's verdict on every node, for the record and to keep the checker honest:
+        # wherever it disagrees with upstream, one of the two is wrong, and it is not upstream.
+        checked = {n: checker.violations(model, stored, n) for n in sorted(model.nodes)}
+        fine = sorted(n for n, problems in checked.items() if not problems)
+        honest = None
+        if fine != sorted(up_nodes):
+            honest = Mismatch(sc.seed, i, "checker", logical, pod, features, sorted(up_nodes), fine)
+            honest.upstream_message = outcome.message
+        for m in (found, honest):
+            if m is None:
+                continue
+            m.placed_before = list(order)
+            for n in sorted(set(m.upstream_feasible) ^ set(m.ballast_feasible)):
+                m.detail.append(f"checker on {n}: {'; '.join(checked[n]) or 'fits'}")
+            result.mismatches.append(m)
+            phase.say(m.render())
         if outcome.node:
+            model.place(stored, outcome.node)
             placed[uid] = outcome.node
             order.append((i, outcome.node))
             result.upstream_bound += 1
@@ -275,12 +296,7 @@ def _differential(phase: _Phase, run: _Run) -> None:
 
 def _validity(phase: _Phase, run: _Run) -> None:
     env, calls, sc, result = phase.env, phase.calls, phase.sc, phase.result
-    cluster = checker.Cluster(
-        nodes=calls.node_objects(phase.node_names),
-        namespaces={real: dict(sc.namespaces[lg]) for lg, real in run.namespaces.items()},
-        claims=dict(run.pvcs),
-        volumes=dict(run.pvs),
-    )
+    cluster = _model(phase, run)
     with env.runtime():
         for i, (logical, pod, features) in enumerate(sc.pods):
             ns = run.namespaces[logical]
