@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     create_pods,
-    events_for,
     placement,
     pod_body,
     pods,
     running,
     wait_bound,
 )
+from tests.integration.test_scheduler_ports_gates import _failed_note
 
 HOST = "kubernetes.io/hostname"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -41,15 +40,6 @@ def _pod(
 
 def _term(**labels: str) -> dict[str, Any]:
     return {"topologyKey": HOST, "labelSelector": {"matchLabels": labels}}
-
-
-def _failed_note(api, namespace: str, pod: str) -> str:
-    found = wait_for(
-        lambda: events_for(api, namespace, pod, "FailedScheduling"),
-        timeout=15,
-        what=f"FailedScheduling for {pod}",
-    )
-    return found[-1]["note"]
 
 
 def test_replicas_with_anti_affinity_get_a_node_each_and_the_extra_one_waits(
