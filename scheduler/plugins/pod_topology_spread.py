@@ -40,7 +40,6 @@ from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, S
 from scheduler.labels import EVERYTHING, IN, LabelSelector
 from scheduler.plugins.node_affinity import required_terms, term_matches
 from scheduler.plugins.taint_toleration import tolerated, tolerations
-from scheduler.resources import go_round
 
 if TYPE_CHECKING:
     from scheduler.config import Fields
@@ -277,23 +276,66 @@ def _has_keys(labels: dict[str, str], keys: tuple[str, ...]) -> bool:
     return all(k in labels for k in keys)
 
 
+class _KeyValues:
+    """The values of the topology keys over many nodes, without a Python loop per node and
+    constraint (that costs ~3x more at 5,000 nodes). `complete`: the names of the nodes that
+    carry every key, None when all of them do."""
+
+    def __init__(self, nodes: list[NodeInfo], keys: tuple[str, ...]) -> None:
+        unique = tuple(dict.fromkeys(keys))
+        if len(unique) == 1:  # the usual case: a set of values is all it takes
+            key = unique[0]
+            found = {n.labels.get(key) for n in nodes}
+            lacking = None in found
+            found.discard(None)
+            self._lacking = {key: lacking}
+            self._single = found
+            self.complete = {n.name for n in nodes if key in n.labels} if lacking else None
+            return
+        self._single = None
+        self._by_key = {k: {n.name: n.labels[k] for n in nodes if k in n.labels} for k in unique}
+        self._lacking = {k: len(d) < len(nodes) for k, d in self._by_key.items()}
+        short = [set(d) for d in self._by_key.values() if len(d) < len(nodes)]
+        self.complete = set.intersection(*short) if short else None
+
+    def lacking(self, key: str) -> bool:
+        """Whether some node does not carry `key`."""
+        return self._lacking[key]
+
+    def values(self, key: str, complete_only: bool = True) -> Any:
+        """The values of `key` on the nodes with every key (or on all nodes that have it)."""
+        if self._single is not None:
+            return self._single
+        found = self._by_key[key]
+        if self.complete is None or not complete_only:
+            return found.values()
+        return [found[name] for name in self.complete]
+
+
 def domain_counts(
     pod: PodInfo, constraints: tuple[Constraint, ...], parsed: _Parsed, snap: Snapshot
 ) -> list[dict[str, int]]:
     """Upstream's TpValueToMatchNum: per constraint, every eligible domain -> matching pods."""
     keys = tuple(c.key for c in constraints)
     elig = _Eligibility(parsed)
-    counts: list[dict[str, int]] = [{} for _ in constraints]
-    simple = all(elig.trivial or not c.honor_affinity for c in constraints) and not any(
-        c.honor_taints for c in constraints
-    )
-    for node in snap.nodes.values():
-        labels = node.labels
-        if not _has_keys(labels, keys):
+    all_nodes = list(snap.nodes.values())
+    kv = _KeyValues(all_nodes, keys)
+    counts: list[dict[str, int]] = []
+    for c in constraints:
+        if (elig.trivial or not c.honor_affinity) and not c.honor_taints:
+            counts.append(dict.fromkeys(kv.values(c.key), 0))
             continue
-        for i, c in enumerate(constraints):
-            if simple or elig.includes(c, node):
-                counts[i].setdefault(labels[c.key], 0)
+        complete = kv.complete
+        counts.append(
+            dict.fromkeys(
+                (
+                    n.labels[c.key]
+                    for n in all_nodes
+                    if (complete is None or n.name in complete) and elig.includes(c, n)
+                ),
+                0,
+            )
+        )
     nodes = snap.nodes
     for i, c in enumerate(constraints):
         domain = counts[i]
@@ -301,7 +343,7 @@ def domain_counts(
             node = nodes.get(node_name)
             if node is None or not _has_keys(node.labels, keys):
                 continue
-            if simple or elig.includes(c, node):
+            if elig.includes(c, node):
                 domain[node.labels[c.key]] += 1
     return counts
 
@@ -370,6 +412,13 @@ class Plugin:
         s: _FilterState | None = state.get(_FILTER)
         if s is None:
             return {}
+        if len(s.keys) == 1:  # the usual case: one comprehension over the nodes
+            key, failing = s.keys[0], s.failing[0]
+            return {
+                i: _MISSING if value is None else _SKEWED
+                for i, node in enumerate(nodes)
+                if (value := node.labels.get(key)) is None or value in failing
+            }
         checks = list(zip(s.keys, s.failing, strict=True))
         out = {}
         for i, node in enumerate(nodes):
@@ -399,16 +448,16 @@ class Plugin:
         # a zone label is still spread by hostname.
         require_all = parsed.declared or not self.system_defaulted
         keys = tuple(c.key for c in constraints)
+        kv = _KeyValues(nodes, keys)
         ignored: set[str] = set()
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        for node in nodes:
-            labels = node.labels
-            if require_all and not _has_keys(labels, keys):
-                ignored.add(node.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.key != HOSTNAME:
-                    counts[i].setdefault(labels.get(c.key, ""), 0)
+        if require_all and kv.complete is not None:
+            ignored = {n.name for n in nodes if n.name not in kv.complete}
+        counts: list[dict[str, int]] = []
+        for c in constraints:
+            domain = {} if c.key == HOSTNAME else dict.fromkeys(kv.values(c.key, require_all), 0)
+            if not require_all and c.key != HOSTNAME and kv.lacking(c.key):
+                domain[""] = 0  # upstream reads a missing label as "" here
+            counts.append(domain)
         candidates = len(nodes) - len(ignored)
         weights = [
             math.log((candidates if c.key == HOSTNAME else len(counts[i])) + 2)
@@ -431,26 +480,35 @@ class Plugin:
         return True
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
-        s: _ScoreState | None = state.get(_SCORE)
-        if s is None or node.name in s.ignored:
-            return 0
-        total = 0.0
-        labels = node.labels
-        for i, c in enumerate(s.constraints):
-            value = labels.get(c.key)
-            if value is None:
-                continue
-            if c.key == HOSTNAME:
-                count = s.per_node[i].get(node.name, 0)
-            else:
-                count = s.counts[i].get(value, 0)
-            total += float(count) * s.weights[i] + float(c.max_skew - 1)
-        return go_round(total)
+        return self.score_all(state, pod, [node], snap)[0]
 
     def score_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> list[int]:
-        return [self.score(state, pod, node, snap) for node in nodes]
+        s: _ScoreState | None = state.get(_SCORE)
+        if s is None:
+            return [0] * len(nodes)
+        # (key, counted per node?, counts, weight, maxSkew - 1) per constraint, in order: the
+        # float sum is upstream's, term by term
+        terms = [
+            (c.key, c.key == HOSTNAME, s.per_node[i] if c.key == HOSTNAME else s.counts[i])
+            + (s.weights[i], float(c.max_skew - 1))
+            for i, c in enumerate(s.constraints)
+        ]
+        ignored = s.ignored
+        out = []
+        for node in nodes:
+            if node.name in ignored:
+                out.append(0)
+                continue
+            labels, total = node.labels, 0.0
+            for key, per_node, table, weight, base in terms:
+                value = labels.get(key)
+                if value is not None:
+                    total += float(table.get(node.name if per_node else value, 0)) * weight + base
+            whole = int(total)  # Go's math.Round; the total is never negative
+            out.append(whole + 1 if total - whole >= 0.5 else whole)
+        return out
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         s: _ScoreState | None = state.get(_SCORE)

@@ -4,6 +4,8 @@ minDomains, matchLabelKeys, system and List defaults, both reason texts."""
 
 from __future__ import annotations
 
+import math
+import random
 from typing import Any
 
 import pytest
@@ -688,3 +690,153 @@ def test_args_defaults_to_system():
 def test_args_are_validated_as_upstream(doc: dict, message: str):
     with pytest.raises(ConfigError, match=message):
         pts.parse_args(Fields(doc, "args"))
+
+
+# --- randomised: the indexed implementation against a node-by-node transcription of upstream --
+def _naive_eligible(c: pts.Constraint, p: PodInfo, n: NodeInfo) -> bool:
+    parsed = pts._parse(p)
+    if c.honor_affinity and not pts._Eligibility(parsed)._affinity_ok(n):
+        return False
+    hard = [t for t in n.taints if t.get("effect") in ("NoSchedule", "NoExecute")]
+    return not (c.honor_taints and not all(pts.tolerated(parsed.tolerations, t) for t in hard))
+
+
+def _naive_count(c: pts.Constraint, p: PodInfo, n: NodeInfo) -> int:
+    if c.selector.nothing or not c.selector.requirements:
+        return 0
+    return sum(
+        1
+        for q in n.pods.values()
+        if q.namespace == p.namespace
+        and not q.raw["metadata"].get("deletionTimestamp")
+        and c.selector.matches(q.labels)
+    )
+
+
+def _naive_filter(p: PodInfo, nodes: list[NodeInfo]) -> dict[str, str]:
+    cs = pts._parse(p).hard
+    counts: list[dict[str, int]] = [{} for _ in cs]
+    for n in nodes:
+        if all(c.key in n.labels for c in cs):
+            for i, c in enumerate(cs):
+                if _naive_eligible(c, p, n):
+                    v = n.labels[c.key]
+                    counts[i][v] = counts[i].get(v, 0) + _naive_count(c, p, n)
+    out = {}
+    for n in nodes:
+        for i, c in enumerate(cs):
+            if c.key not in n.labels:
+                out[n.name] = pts.REASON_MISSING_LABEL
+                break
+            low = min(counts[i].values()) if len(counts[i]) >= c.min_domains else 0
+            own = int(c.selector.matches(p.labels))
+            if counts[i].get(n.labels[c.key], 0) + own - low > c.max_skew:
+                out[n.name] = pts.REASON
+                break
+    return out
+
+
+def _naive_scores(p: PodInfo, cands: list[NodeInfo], nodes: list[NodeInfo]) -> dict[str, int]:
+    cs = pts._parse(p).soft
+    ignored = {n.name for n in cands if not all(c.key in n.labels for c in cs)}
+    counts: list[dict[str, int]] = [{} for _ in cs]
+    for n in cands:
+        if n.name not in ignored:
+            for i, c in enumerate(cs):
+                if c.key != HOST:
+                    counts[i].setdefault(n.labels.get(c.key, ""), 0)
+    for n in nodes:
+        if all(c.key in n.labels for c in cs):
+            for i, c in enumerate(cs):
+                v = n.labels.get(c.key, "")
+                if c.key != HOST and v in counts[i] and _naive_eligible(c, p, n):
+                    counts[i][v] += _naive_count(c, p, n)
+    raw = {}
+    for n in cands:
+        total = 0.0
+        for i, c in enumerate(cs):
+            if n.name in ignored or c.key not in n.labels:
+                continue
+            size = len(cands) - len(ignored) if c.key == HOST else len(counts[i])
+            cnt = _naive_count(c, p, n) if c.key == HOST else counts[i][n.labels[c.key]]
+            total += cnt * math.log(size + 2) + (c.max_skew - 1)
+        raw[n.name] = 0 if n.name in ignored else int(total + 0.5)
+    rest = [v for k, v in raw.items() if k not in ignored]
+    low, high = min(rest, default=0), max(rest, default=0)
+    return {
+        k: 0 if k in ignored else 100 if high == 0 else 100 * (high + low - v) // high
+        for k, v in raw.items()
+    }
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_clusters_agree_with_a_node_by_node_transcription(seed):
+    rnd = random.Random(seed)
+    nodes = []
+    for i in range(rnd.randint(3, 14)):
+        labels = {HOST.replace("/", "__"): f"n{i}"}
+        if rnd.random() < 0.85:
+            labels["zone"] = f"z{rnd.randint(0, 3)}"
+        if rnd.random() < 0.5:
+            labels["ssd"] = "yes"
+        if rnd.random() < 0.3:
+            del labels[HOST.replace("/", "__")]
+        taints = [UNSCHEDULABLE_TAINT] if rnd.random() < 0.2 else []
+        nodes.append(node(f"n{i}", taints, **labels))
+    existing = []
+    for j in range(rnd.randint(0, 40)):
+        labels = {
+            k: v
+            for k, v in (("app", rnd.choice("ab")), ("rev", rnd.choice("12")))
+            if rnd.random() < 0.8
+        }
+        extra = {"deletionTimestamp": "2026-01-01T00:00:00Z"} if rnd.random() < 0.1 else {}
+        ns = "default" if rnd.random() < 0.85 else "other"
+        existing.append((pod(f"e{j}", labels, ns=ns, **extra), rnd.choice(nodes).name))
+
+    def constraint(when: str) -> dict:
+        c = spread(rnd.randint(1, 3), rnd.choice(["zone", HOST, "ssd"]), when)
+        c["labelSelector"] = rnd.choice(
+            [
+                {"matchLabels": {"app": "a"}},
+                {},
+                FOO,
+                None,
+                {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]},
+            ]
+        )
+        for field, values in (
+            ("minDomains", [2, 3, 5]),
+            ("nodeAffinityPolicy", ["Honor", "Ignore"]),
+            ("nodeTaintsPolicy", ["Honor", "Ignore"]),
+            ("matchLabelKeys", [["rev"]]),
+        ):
+            if rnd.random() < 0.3 and not (field == "minDomains" and when == SA):
+                c[field] = rnd.choice(values)
+        if c["labelSelector"] is None:
+            del c["labelSelector"]
+        return c
+
+    cs = [constraint(rnd.choice([DNS, SA])) for _ in range(rnd.randint(1, 3))]
+    keys = [(c["topologyKey"], c["whenUnsatisfiable"]) for c in cs]
+    cs = [c for i, c in enumerate(cs) if keys.index(keys[i]) == i]
+    spec: dict[str, Any] = {"topologySpreadConstraints": cs}
+    if rnd.random() < 0.4:
+        spec["nodeSelector"] = {"ssd": "yes"}
+    p = pod("incoming", {"app": "a", "rev": rnd.choice("12")}, **spec)
+    snap_nodes = [
+        node(n.name, n.taints, **{k.replace("/", "__"): v for k, v in n.labels.items()})
+        for n in nodes
+    ]
+    if pts._parse(p).hard:
+        got = {
+            k: s.reason
+            for k, s in filter_verdicts(LIST, p, snap_nodes, existing).items()
+            if not s.ok
+        }
+        assert got == _naive_filter(p, snap_nodes), cs
+    if pts._parse(p).soft:
+        cands = [n for n in snap_nodes if rnd.random() < 0.8] or snap_nodes[:1]
+        assert scores(
+            LIST, p, cands, existing, [n for n in snap_nodes if n not in cands]
+        ) == _naive_scores(p, cands, snap_nodes), cs
