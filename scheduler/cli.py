@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
@@ -34,6 +35,12 @@ def register(subparsers: Any) -> None:
         help="HOST:PORT to also serve kube-scheduler's extender API (filter, prioritize, bind)",
     )
     p.add_argument("--extender-profile", default="", help="profile the extender uses")
+    p.add_argument(
+        "--extender-token-file",
+        default="",
+        help="file holding a token extender requests must carry (as the path segment before "
+        "the verb, or as a bearer token)",
+    )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -70,12 +77,20 @@ def run(args: argparse.Namespace) -> int:
     except (config.ConfigException, OSError) as exc:
         print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
         return 2
+    extender_token = ""
+    try:
+        if args.extender_token_file:
+            extender_token = Path(args.extender_token_file).read_text().strip()
+    except OSError as exc:
+        print(f"ballast scheduler: --extender-token-file: {exc}", file=sys.stderr)
+        return 2
     options = RuntimeOptions(
         metrics_listen=args.metrics_listen or None,
         watcher_interval=args.watcher_interval,
         identity=args.identity,
         extender_listen=args.extender_listen or None,
         extender_profile=args.extender_profile,
+        extender_token=extender_token,
     )
     try:
         runtime = Runtime(cfg, api, profiles, options)

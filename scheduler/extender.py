@@ -13,6 +13,7 @@ pods counts on its nodes before the watcher's window shows them.
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import time
@@ -147,8 +148,33 @@ def _name(item: Any) -> str:
     return ((item or {}).get("metadata") or {}).get("name", "")
 
 
+# kube-scheduler sends whole Node objects unless the extender is nodeCacheCapable: about 4 KiB
+# each, so 32 MiB holds some 8,000 nodes. With nodeCacheCapable (recommended) it sends names.
+EXTENDER_MAX_BODY = 32 << 20
+
+
+def authorized(token: str, path: str, header: str) -> bool:
+    """With a token set, a request must carry it: as `Authorization: Bearer TOKEN`, or as the
+    path segment before the verb (`urlPrefix: http://HOST:PORT/TOKEN`), since kube-scheduler's
+    extender config can set TLS but no header."""
+    if not token:
+        return True
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode()):
+        return True
+    segments = path.split("?", 1)[0].rstrip("/").split("/")
+    return len(segments) >= 2 and hmac.compare_digest(segments[-2].encode(), token.encode())
+
+
 class ExtenderServer(BackgroundServer):
-    def __init__(self, host: str, port: int, extender: Extender) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        extender: Extender,
+        token: str = "",
+        max_body: int = EXTENDER_MAX_BODY,
+    ) -> None:
         verbs: dict[str, Callable[[dict[str, Any]], Any]] = {
             "filter": extender.filter,
             "prioritize": extender.prioritize,
@@ -157,18 +183,25 @@ class ExtenderServer(BackgroundServer):
 
         class Handler(httpserve.Handler):
             log_prefix = "extender"
+            allowed = ("POST",)
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                if not authorized(token, self.path, self.headers.get("Authorization", "")):
+                    self.close_connection = True
+                    self.send_json(401, {"Error": "missing or wrong extender token"})
+                    return
                 verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
                 handler = verbs.get(verb)
                 if handler is None:
+                    self.close_connection = True
                     self.send_json(404, {"Error": f"unknown verb {verb!r}"})
                     return
+                body = self.read_body(max_body)
+                if body is None:
+                    return
                 try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    args = json.loads(self.rfile.read(length) or b"{}")
-                    self.send_json(200, handler(args))
-                except (ValueError, KeyError, TypeError) as exc:
+                    self.send_json(200, handler(json.loads(body or b"{}")))
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
                     self.send_json(400, {"Error": f"bad {verb} request: {exc}"})
 
         super().__init__(host, port, Handler)

@@ -15,10 +15,55 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+# The status endpoints read no body; a client may send this much all the same.
+STATUS_MAX_BODY = 1024
+# A client that sends nothing for this long loses its connection (and the thread serving it).
+IDLE_TIMEOUT = 15.0
+
+
 class Handler(BaseHTTPRequestHandler):
     """Base for request handlers: replies with a body of known length, logs at debug level."""
 
     log_prefix = "http"
+    timeout = IDLE_TIMEOUT
+    allowed: tuple[str, ...] = ("GET",)
+
+    def read_body(self, limit: int) -> bytes | None:
+        """The request body, or None once the request has been answered (411, 413 or 400).
+
+        The length must be declared and at most `limit`: a body is never read in full before
+        its size is known, so an oversized request costs its headers only."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.send_json(411, {"Error": "a Content-Length is required (no chunked bodies)"})
+            return None
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.send_json(400, {"Error": "malformed Content-Length"})
+            return None
+        if length > limit:
+            self.close_connection = True  # the unread body must not be parsed as a request
+            self.send_json(413, {"Error": f"request body of {length} bytes; at most {limit}"})
+            return None
+        return self.rfile.read(length)
+
+    def refuse_method(self) -> None:
+        self.close_connection = True
+        body = json.dumps({"Error": f"{self.command} not allowed"}).encode()
+        self.send_response(405)
+        self.send_header("Allow", ", ".join(self.allowed))
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    # Methods a handler does not serve get 405 with Allow (RFC 9110), not http.server's 501.
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        self.refuse_method()
+
+    do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET
 
     def send_body(self, code: int, body: bytes, ctype: str) -> None:
         self.send_response(code)

@@ -29,6 +29,7 @@ from scheduler.extender import Extender, ExtenderServer
 from scheduler.framework import PodInfo
 from scheduler.leader import LeaderElector
 from scheduler.metrics_client import BearerToken, MetricsClient
+from scheduler.preemption import Evictor
 from scheduler.queue import SchedulingQueue
 from scheduler.recent import RecentlyBound
 from scheduler.server import StatusServer, Telemetry
@@ -57,6 +58,7 @@ class RuntimeOptions:
     metrics_listen: str | None = None  # "HOST:PORT"; None: no HTTP server
     extender_listen: str | None = None  # "HOST:PORT": also serve kube-scheduler's extender API
     extender_profile: str = ""  # the profile the extender uses (default: the first)
+    extender_token: str = ""  # when set, extender requests must carry it (docs/deploy.md)
     identity: str = ""
 
 
@@ -124,6 +126,7 @@ class Runtime:
             self.events,
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
+            evictor_factory=lambda finished: Evictor(api, self.identity, finished),
         )
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
@@ -166,7 +169,9 @@ class Runtime:
                 self.cycle.predicted_cpu_m,
             )
             host, _, port = opts.extender_listen.rpartition(":")
-            self.extender = ExtenderServer(host or "0.0.0.0", int(port), ext)
+            self.extender = ExtenderServer(
+                host or "0.0.0.0", int(port), ext, token=opts.extender_token
+            )
         self._stop = threading.Event()
         self._stopped = False
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
@@ -212,6 +217,8 @@ class Runtime:
         self.queue.close()
         if self._loop.is_alive():
             self._loop.join(timeout=left())
+        if self.cycle.evictor is not None:
+            self.cycle.evictor.stop()
         abandoned = self.cycle.binder.stop(timeout=left())
         if abandoned:
             log.warning("stopping: %d bindings abandoned; their pods stay Pending", abandoned)

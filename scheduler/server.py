@@ -145,6 +145,8 @@ class StatusServer(BackgroundServer):
         class Handler(httpserve.Handler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 path = self.path.split("?", 1)[0]
+                if self.read_body(httpserve.STATUS_MAX_BODY) is None:
+                    return
                 if path == "/metrics":
                     self.send_body(200, generate_latest(registry), "text/plain; version=0.0.4")
                 elif path in ("/healthz", "/readyz", "/livez"):
