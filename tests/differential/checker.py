@@ -6,7 +6,9 @@ code with them, so a bug in a plugin cannot hide itself here. It works on plain 
 slow and direct on purpose.
 
 `violations(cluster, pod, node)` lists what placing `pod` on `node` would break, given the pods
-already placed in `cluster`; an empty list means the placement is valid.
+already placed in `cluster`; an empty list means the placement is valid. Each text starts with
+the name of the upstream plugin that owns that rule ("NodePorts: ..."), so a mismatch points at
+a plugin.
 """
 
 from __future__ import annotations
@@ -234,17 +236,19 @@ def affinity_violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
                 term_matches_pod(t, pod, p, cluster) and _same_domain(cluster, key, node, n)
                 for p, n in others
             ):
-                out.append(f"pod affinity term on {key} has no matching pod in the domain")
+                out.append(f"InterPodAffinity: no pod matching the affinity term on {key} here")
     for t in _required(pod, "podAntiAffinity"):
         key = t["topologyKey"]
         for p, n in others:
             if term_matches_pod(t, pod, p, cluster) and _same_domain(cluster, key, node, n):
-                out.append(f"anti-affinity on {key}: {_name(p)} on {n}")
+                out.append(f"InterPodAffinity: anti-affinity on {key}: {_name(p)} on {n}")
     for p, n in others:  # symmetric: placed pods' anti-affinity against this pod
         for t in _required(p, "podAntiAffinity"):
             key = t["topologyKey"]
             if term_matches_pod(t, p, pod, cluster) and _same_domain(cluster, key, node, n):
-                out.append(f"existing pod {_name(p)} on {n} has anti-affinity on {key}")
+                out.append(
+                    f"InterPodAffinity: existing pod {_name(p)} on {n} has anti-affinity on {key}"
+                )
     return out
 
 
@@ -268,7 +272,7 @@ def spread_violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
     for c in constraints:
         key = c["topologyKey"]
         if key not in node_labels:
-            out.append(f"spread: node lacks {key}")
+            out.append(f"PodTopologySpread: node lacks {key}")
             continue
         eligible = [
             name
@@ -300,7 +304,7 @@ def spread_violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
             lowest = 0
         if here - lowest > c["maxSkew"]:
             out.append(
-                f"spread on {key}: skew {here - lowest} > maxSkew {c['maxSkew']} "
+                f"PodTopologySpread: skew on {key} {here - lowest} > maxSkew {c['maxSkew']} "
                 f"(counts {dict(sorted(counts.items()))})"
             )
     return out
@@ -327,29 +331,30 @@ def volume_violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
             continue
         pvc = cluster.claims.get((_ns(pod), claim_name))
         if pvc is None:
-            out.append(f"claim {claim_name} does not exist")
+            out.append(f"VolumeBinding: claim {claim_name} does not exist")
             continue
         pv_name = (pvc.get("spec") or {}).get("volumeName")
         pv = cluster.volumes.get(pv_name or "")
         if pv is None:
-            out.append(f"claim {claim_name} is not bound")
+            out.append(f"VolumeBinding: claim {claim_name} is not bound")
             continue
         required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
         if required and not node_selector_terms_match(
             required.get("nodeSelectorTerms") or [], node_obj
         ):
-            out.append(f"volume {pv_name} node affinity excludes the node")
+            out.append(f"VolumeBinding: volume {pv_name} node affinity excludes the node")
         for key in ("topology.kubernetes.io/zone", "topology.kubernetes.io/region"):
             want = _labels(pv).get(key)
             if want is not None and want not in _labels(node_obj).get(key, "\0").split("__"):
-                out.append(f"volume {pv_name} is in {key}={want}")
+                out.append(f"VolumeZone: volume {pv_name} is in {key}={want}")
         if "ReadWriteOncePod" in ((pvc.get("spec") or {}).get("accessModes") or []):
             for p, _ in cluster.placed:
                 if _ns(p) == _ns(pod) and any(
                     (v.get("persistentVolumeClaim") or {}).get("claimName") == claim_name
                     for v in (p.get("spec") or {}).get("volumes") or []
                 ):
-                    out.append(f"claim {claim_name} is ReadWriteOncePod and used by {_name(p)}")
+                    who = _name(p)
+                    out.append(f"VolumeRestrictions: ReadWriteOncePod claim {claim_name}: {who}")
     return out
 
 
@@ -358,11 +363,11 @@ def violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
     node_obj = cluster.nodes[node]
     out = []
     if (node_obj.get("spec") or {}).get("unschedulable"):
-        out.append("node is cordoned")
+        out.append("NodeUnschedulable: node is cordoned")
     if not node_matches_pod_selection(pod, node_obj):
-        out.append("node selector / required node affinity")
+        out.append("NodeAffinity: node selector / required node affinity")
     for t in untolerated_taints(pod, node_obj):
-        out.append(f"untolerated taint {t.get('key')}:{t.get('effect')}")
+        out.append(f"TaintToleration: untolerated taint {t.get('key')}:{t.get('effect')}")
     here = [p for p, n in cluster.placed if n == node]
     alloc = (node_obj.get("status") or {}).get("allocatable") or {}
     want = pod_requests(pod)
@@ -371,16 +376,16 @@ def violations(cluster: Cluster, pod: Json, node: str) -> list[str]:
         for k, v in pod_requests(p).items():
             used[k] += v
     if "cpu" in alloc and used["cpu"] + want["cpu"] > cpu_millis(alloc["cpu"]):
-        out.append(f"cpu {used['cpu']}m + {want['cpu']}m > {alloc['cpu']}")
+        out.append(f"NodeResourcesFit: cpu {used['cpu']}m + {want['cpu']}m > {alloc['cpu']}")
     if "memory" in alloc and used["memory"] + want["memory"] > bytes_value(alloc["memory"]):
-        out.append("memory over allocatable")
+        out.append("NodeResourcesFit: memory over allocatable")
     if "pods" in alloc and len(here) + 1 > int(alloc["pods"]):
-        out.append(f"more than {alloc['pods']} pods")
+        out.append(f"NodeResourcesFit: more than {alloc['pods']} pods")
     mine = host_ports(pod)
     for p in here:
         for a in host_ports(p):
             if any(ports_conflict(a, b) for b in mine):
-                out.append(f"host port {a} taken by {_name(p)}")
+                out.append(f"NodePorts: host port {a} taken by {_name(p)}")
     out += affinity_violations(cluster, pod, node)
     out += spread_violations(cluster, pod, node)
     out += volume_violations(cluster, pod, node)

@@ -9,6 +9,7 @@ from typing import Any
 
 _COUNTED = re.compile(r"(\d+) (.+)")
 _PARTS = re.compile(r", (?=\d+ )")
+_BLAMED = re.compile(r"(?<=: |; )([A-Z][A-Za-z]+):(?= )")  # "...: NodePorts: host port ..."
 
 
 def reason_histogram(message: str) -> dict[str, int]:
@@ -69,6 +70,15 @@ class Mismatch:
         )
         return "\n".join(lines)
 
+    def plugins(self) -> set[str]:
+        """The plugins named in the checker's reasons, or the reason texts that differ."""
+        found = set(_BLAMED.findall("\n".join(self.detail)))
+        if self.kind == "reasons":
+            up = reason_histogram(self.upstream_message)
+            ours = reason_histogram(self.ballast_message)
+            found |= {f"'{r}'" for r in set(up) | set(ours) if up.get(r) != ours.get(r)}
+        return found or {"?"}
+
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -106,15 +116,16 @@ def compare(
 
 
 def summary(mismatches: list[Mismatch]) -> str:
-    """Counts per kind and per feature, to see at a glance which plugin is off."""
+    """Counts per kind, and per plugin the checker blames for the differing nodes, to see at a
+    glance which plugin is off."""
     if not mismatches:
         return "0 mismatches"
     by_kind: dict[str, int] = {}
-    by_feature: dict[str, int] = {}
+    by_plugin: dict[str, int] = {}
     for m in mismatches:
         by_kind[m.kind] = by_kind.get(m.kind, 0) + 1
-        for f in m.features:
-            by_feature[f] = by_feature.get(f, 0) + 1
+        for plugin in m.plugins():
+            by_plugin[plugin] = by_plugin.get(plugin, 0) + 1
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(by_kind.items()))
-    feats = ", ".join(f"{f} {n}" for f, n in sorted(by_feature.items(), key=lambda x: -x[1]))
-    return f"{len(mismatches)} mismatches ({kinds}); pods with: {feats}"
+    plugins = ", ".join(f"{p} {n}" for p, n in sorted(by_plugin.items(), key=lambda x: -x[1]))
+    return f"{len(mismatches)} mismatches ({kinds}); pods per plugin: {plugins or '-'}"

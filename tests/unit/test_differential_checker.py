@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.differential import scenario
 from tests.differential.checker import Cluster, violations
-from tests.differential.report import compare, reason_histogram
+from tests.differential.report import compare, reason_histogram, summary
 from tests.differential.upstream import outcome_of, strip_postfilter
 
 ZONE = scenario.ZONE
@@ -282,3 +282,23 @@ def test_run_renames_namespaces_and_gates():
     assert pod_["spec"]["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ][0]["namespaces"] == ["b"]
+
+
+def test_mismatch_names_the_plugins_to_blame():
+    m = compare(1, 0, "a", {}, ["spread"], (["n1"], ""), (["n1", "n2"], ""))
+    m.detail = ["checker on n2: PodTopologySpread: skew on zone 2 > 1; NodePorts: host port x"]
+    assert m.plugins() == {"PodTopologySpread", "NodePorts"}
+    r = compare(
+        1,
+        1,
+        "a",
+        {},
+        [],
+        ([], "0/2 nodes are available: 2 node(s) had untolerated taint(s)."),
+        ([], "0/2 nodes are available: 2 node(s) had untolerated taint {k: v}."),
+    )
+    assert r.plugins() == {
+        "'node(s) had untolerated taint(s)'",
+        "'node(s) had untolerated taint {k: v}'",
+    }
+    assert "PodTopologySpread 1" in summary([m, r])
