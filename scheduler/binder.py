@@ -1,9 +1,11 @@
 """Asynchronous binding through the `pods/binding` subresource, on a thread pool.
 
-The cycle assumes a pod on its node and hands it here; the cycle moves on at once. The outcome
+The cycle assumes a pod on its node and hands it here; the cycle moves on at once. The PreBind
+hooks (`PRE_BIND`) run first, on the same thread: a plugin's API writes that must precede the
+binding, such as VolumeBinding's selected node on a WaitForFirstConsumer claim. The outcome
 goes to a callback: `bound` (the API accepted it), `already_bound` (409: someone bound it first,
-the watch will show where), `gone` (404: the pod was deleted) or `failed` (anything else: the
-caller forgets the assumption and requeues the pod).
+the watch will show where), `gone` (404: the pod was deleted) or `failed` (a PreBind hook
+objected, or anything else: the caller forgets the assumption and requeues the pod).
 """
 
 from __future__ import annotations
