@@ -34,6 +34,7 @@ from scheduler import resources
 from scheduler.clusterindex import (
     CSI_NODES,
     NAMESPACES,
+    PDBS,
     PVCS,
     PVS,
     REPLICA_SETS,
@@ -251,6 +252,7 @@ class ClusterCache:
             REPLICATION_CONTROLLERS: core.list_replication_controller_for_all_namespaces,
             REPLICA_SETS: apps.list_replica_set_for_all_namespaces,
             STATEFUL_SETS: apps.list_stateful_set_for_all_namespaces,
+            PDBS: client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces,
         }
         self.object_reflectors = [
             Reflector(

@@ -52,12 +52,14 @@ DEFAULT_FILTERS = (
 # Preference plugins only separate nodes when the pod states a preference (or a node carries
 # PreferNoSchedule taints); otherwise they give every node the same score and cost nothing.
 DEFAULT_SCORES = (("TargetLoadPacking", 1), ("NodeAffinity", 2), ("TaintToleration", 3))
+# Upstream's only default PostFilter: preemption for pods that fit nowhere.
+DEFAULT_POST_FILTERS = ("DefaultPreemption",)
 DEFAULT_PARALLELISM = 16
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1  # kube-scheduler's defaults
 DEFAULT_POD_MAX_BACKOFF_SECONDS = 10
 MAX_WEIGHT = 100
-EXTENSION_POINTS = ("filter", "score", "multiPoint")
+EXTENSION_POINTS = ("filter", "score", "postFilter", "multiPoint")
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -193,6 +195,7 @@ class ProfileConfig:
     filters: list[str]
     scores: list[PluginRef]
     args: dict[str, Any] = field(default_factory=dict)  # plugin name -> its typed Args
+    post_filters: list[str] = field(default_factory=lambda: list(DEFAULT_POST_FILTERS))
 
 
 @dataclass
@@ -318,6 +321,7 @@ def _profile(f: Fields) -> ProfileConfig:
         raise f.error("schedulerName", "must not be empty")
     filters = list(DEFAULT_FILTERS)
     scores = {n: w for n, w in DEFAULT_SCORES}
+    post_filters = list(DEFAULT_POST_FILTERS)
     plugins = f.section("plugins")
     for point in EXTENSION_POINTS:
         section = plugins.section(point)
@@ -329,12 +333,16 @@ def _profile(f: Fields) -> ProfileConfig:
                     filters.clear()
                 if point in ("score", "multiPoint"):
                     scores.clear()
+                if point in ("postFilter", "multiPoint"):
+                    post_filters.clear()
                 continue
             registry.check_name(disabled, ref.path("name"))
             if point in ("filter", "multiPoint") and disabled in filters:
                 filters.remove(disabled)
             if point in ("score", "multiPoint"):
                 scores.pop(disabled, None)
+            if point in ("postFilter", "multiPoint") and disabled in post_filters:
+                post_filters.remove(disabled)
         for ref in section.items("enabled"):
             plugin = ref.string("name")
             weight = ref.integer("weight", 0, 0, MAX_WEIGHT) or 1
@@ -348,6 +356,8 @@ def _profile(f: Fields) -> ProfileConfig:
                 filters.append(plugin)
             if "score" in wanted:
                 scores[plugin] = weight
+            if "postFilter" in wanted and plugin not in post_filters:
+                post_filters.append(plugin)
         section.finish()
     plugins.finish()
     args: dict[str, Any] = {}
@@ -358,7 +368,7 @@ def _profile(f: Fields) -> ProfileConfig:
             raise pc.error("name", f"duplicate pluginConfig for {plugin}")
         args[plugin] = registry.parse_args(plugin, pc.section("args"))
         pc.finish()
-    for plugin in [*filters, *scores]:
+    for plugin in [*filters, *scores, *post_filters]:
         if plugin not in args:
             args[plugin] = registry.parse_args(plugin, Fields({}, f"pluginConfig[{plugin}].args"))
     f.finish()
@@ -367,6 +377,7 @@ def _profile(f: Fields) -> ProfileConfig:
         filters=filters,
         scores=[PluginRef(n, w) for n, w in scores.items()],
         args=args,
+        post_filters=post_filters,
     )
 
 

@@ -14,6 +14,10 @@ pop -> snapshot -> filter -> score -> pick -> assume -> bind (async) -> events
   CPU on top of the node's measured load), so the next cycle sees it.
 - bind: handed to the binder's thread pool; the cycle goes on with the next pod.
 - events: `Scheduled` when the API accepted the binding, `FailedScheduling` otherwise.
+- post-filter: when no node fits, the profile's PostFilter plugins (DefaultPreemption) may
+  nominate a node and name victims; the evictor deletes them off the cycle, and the pod waits
+  for their deletion. Nominated pods of equal or higher priority count on their node for every
+  later cycle, and a pod's own nominated node is tried first, as upstream does.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from typing import Any
 from scheduler import binder as binding
 from scheduler import resources
 from scheduler.events import SCHEDULER_ERROR
-from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.framework import (
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    PostFilterResult,
+    Snapshot,
+    Status,
+)
+from scheduler.preemption import Evictor, Finished, Nominations
 from scheduler.profile import Profile, failure_message
 from scheduler.server import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
 
@@ -80,6 +92,7 @@ class Cycle:
         telemetry: Telemetry,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
+        evictor_factory: Callable[[Finished], Evictor] | None = None,
     ) -> None:
         self.profiles = profiles
         self.cache = cache
@@ -93,6 +106,8 @@ class Cycle:
         self.binder = binder_factory(self.binding_done)
         self._next_start = 0
         self._won: dict[str, int] = {}  # pod uid -> its node's winning score, until bound
+        self.nominations = Nominations()
+        self.evictor = evictor_factory(self.preemption_done) if evictor_factory else None
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -115,15 +130,27 @@ class Cycle:
         return result
 
     def _attempt(self, pod: PodInfo, profile: Profile) -> str:
+        if self.evictor is not None and self.evictor.running(pod.uid):
+            # Its victims are being deleted: wait, silently, as upstream's PreEnqueue does.
+            self.queue.unschedulable(pod)
+            return UNSCHEDULABLE
         loads = self.loads()
         now = time.time()
         with self.cache.lock:
             nodes = list(self.cache.nodes.values())
             snap = take_snapshot(self.cache, loads, self.recent, now)
             state = CycleState()
-            feasible, reasons = self._filter(profile, pod, nodes, snap, state)
+            feasible = self._nominated_fit(profile, pod, snap, state)
+            reasons: dict[str, Any] = {}
+            if not feasible:
+                feasible, reasons = self._filter(profile, pod, nodes, snap, state)
+                if self.nominations:
+                    feasible = self._leave_nominated_room(profile, pod, feasible, reasons, snap)
             if not feasible:
                 message = failure_message(len(nodes), reasons, state)
+                post = self._post_filter(profile, pod, snap, state, reasons)
+                if post.message:
+                    message = f"{message} {post.message}"
                 self.queue.unschedulable(pod)
                 self.events.failed(pod, message)
                 log.info("%s unschedulable: %s", pod.key, message)
@@ -141,8 +168,98 @@ class Cycle:
             # Counted now, not when the bind returns: the next pod of a burst must see it.
             self.recent.record(pod.uid, chosen, self.predicted_cpu_m(pod), now)
         self.queue.done(pod.uid)
+        self.nominations.clear(pod.uid)
         self.binder.bind(pod, chosen)
         return SCHEDULED
+
+    # --- nominations and preemption -------------------------------------------------------
+    def nominated_node(self, pod: PodInfo) -> str:
+        """From this scheduler's preemption, or from the pod's status (set by a previous
+        leader)."""
+        status = pod.raw.get("status") or {}
+        return self.nominations.node_of(pod.uid) or status.get("nominatedNodeName") or ""
+
+    def nominated_on(self, pod: PodInfo, node: str) -> list[PodInfo]:
+        """Pods nominated to `node` that count against `pod`: equal or higher priority, still
+        waiting in the queue (a bound or deleted one has left it)."""
+        return [
+            other
+            for other in self.nominations.on_node(node)
+            if other.uid != pod.uid and other.priority >= pod.priority and other.uid in self.queue
+        ]
+
+    def _nominated_fit(
+        self, profile: Profile, pod: PodInfo, snap: Snapshot, state: CycleState
+    ) -> list[NodeInfo]:
+        """The pod's nominated node alone when it fits there now (upstream tries it first)."""
+        node = snap.nodes.get(self.nominated_node(pod))
+        if node is None:
+            return []
+        feasible, _ = profile.filter(pod, [node], snap, state)
+        others = self.nominated_on(pod, node.name)
+        if feasible and others and not profile.fits(pod, node, snap, others).ok:
+            return []
+        return feasible
+
+    def _leave_nominated_room(
+        self,
+        profile: Profile,
+        pod: PodInfo,
+        feasible: list[NodeInfo],
+        reasons: dict[str, Any],
+        snap: Snapshot,
+    ) -> list[NodeInfo]:
+        kept = []
+        for node in feasible:
+            others = self.nominated_on(pod, node.name)
+            status = profile.fits(pod, node, snap, others) if others else Status.success()
+            if status.ok:
+                kept.append(node)
+            else:
+                reasons[node.name] = list(status.reasons)
+        return kept
+
+    def _post_filter(
+        self,
+        profile: Profile,
+        pod: PodInfo,
+        snap: Snapshot,
+        state: CycleState,
+        reasons: dict[str, Any],
+    ) -> PostFilterResult:
+        result = PostFilterResult()
+        if self.evictor is None or pod.scheduler_name != profile.scheduler_name:
+            return result  # never preempt for a pod that is not ours
+        handle = _Handle(self, profile)
+        for plugin in profile.post_filters:
+            result = plugin.post_filter(state, pod, snap, reasons, handle)
+            if result.nominated_node:
+                break
+        if result.nominated_node:
+            node = result.nominated_node
+            self.nominations.set(pod, node)
+            # Lower-priority pods nominated there would not fit any more (upstream clears them).
+            lower = [p for p in self.nominations.on_node(node) if p.priority < pod.priority]
+            for other in lower:
+                self.nominations.clear(other.uid)
+            log.info(
+                "%s nominated to %s, preempting %s",
+                pod.key,
+                node,
+                ", ".join(v.key for v in result.victims),
+            )
+            self.evictor.preempt(pod, node, result.victims, lower)
+        elif result.clear and self.nominated_node(pod):
+            self.nominations.clear(pod.uid)
+            self.evictor.unnominate(pod)
+        return result
+
+    def preemption_done(self, pod: PodInfo, node: str, ok: bool) -> None:
+        """On an evictor thread. The victims' deletions wake parked pods through the watch; this
+        wakes the preemptor too in case it was parked after them, or when a write failed."""
+        if not ok:
+            log.warning("preemption on %s for %s incomplete; the pod is retried", node, pod.key)
+        self.queue.cluster_changed()
 
     def _filter(
         self,
@@ -208,3 +325,17 @@ class Cycle:
         log.warning("binding %s to %s failed: %s; requeued", pod.key, node, detail)
         self.events.failed(pod, f"Binding rejected: {detail}", SCHEDULER_ERROR)
         self.queue.requeue_backoff(pod)
+
+
+class _Handle:
+    """What the PostFilter plugins may ask of the cycle (framework.Handle)."""
+
+    def __init__(self, cycle: Cycle, profile: Profile) -> None:
+        self._cycle = cycle
+        self._profile = profile
+
+    def fits(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        return self._profile.fits(pod, node, snap, self._cycle.nominated_on(pod, node.name))
+
+    def nominated_node(self, pod: PodInfo) -> str:
+        return self._cycle.nominated_node(pod)

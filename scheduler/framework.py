@@ -315,3 +315,95 @@ class BatchScorePlugin(ScorePlugin, Protocol):
     ) -> list[int]:
         """Scores for all nodes at once (vectorised); same values as `score` node by node."""
         ...
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """A PostFilter plugin's answer for a pod that fits nowhere.
+
+    `nominated_node` set: the pod should go there once `victims` are gone (the cycle hands them
+    to the API side); "" with `clear` asks to drop an earlier nomination (upstream's
+    ModeOverride with an empty name); `message` joins the FailedScheduling text.
+    """
+
+    nominated_node: str = ""
+    victims: tuple[PodInfo, ...] = ()
+    message: str = ""
+    clear: bool = False
+
+
+class Handle(Protocol):
+    """What a PostFilter plugin may ask of the framework (upstream's framework.Handle)."""
+
+    def fits(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        """The profile's own filters for `pod` on `node` as it stands now, nominated pods of
+        equal or higher priority counted on it."""
+        ...
+
+    def nominated_node(self, pod: PodInfo) -> str:
+        """The node `pod` was nominated to by an earlier preemption, "" if none."""
+        ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rejected: dict[str, list[str]],
+        handle: Handle,
+    ) -> PostFilterResult:
+        """Called only when no node passed the filters; `rejected` holds every node's reasons
+        and `state` the filter pass's (nodes no change could help are in UNRESOLVABLE_NODES)."""
+        ...
+
+
+# CycleState key: names of the nodes whose rejection no preemption can help.
+UNRESOLVABLE_NODES = "framework.unresolvable_nodes"
+
+
+class TrialEdit:
+    """Pods taken off (or put on) one node, in the NodeInfo and the cluster index at once, for
+    a what-if filter run; everything is put back on exit, also when the run raised.
+
+    The caller holds the cache lock for the whole `with` block: the edits are made on the
+    cache's own objects, which nobody else may see half-done.
+    """
+
+    def __init__(self, snap: Snapshot, node: NodeInfo) -> None:
+        self.snap = snap
+        self.node = node
+        self._undo: list[tuple[bool, PodInfo, str]] = []  # (was_removed, pod, its index node)
+
+    def remove(self, pod: PodInfo) -> None:
+        if not self.node.remove_pod(pod):
+            return
+        where = self.snap.cluster.placed.get(pod.uid, self.node.name)
+        self.snap.cluster.remove_pod(pod.uid)
+        self._undo.append((True, pod, where))
+
+    def add(self, pod: PodInfo) -> None:
+        """Count a pod that is not placed anywhere (a nominated pod) on this node."""
+        if pod.uid in self.node.pods or pod.uid in self.snap.cluster.placed:
+            return
+        self.node.add_pod(pod)
+        self.snap.cluster.add_pod(pod, self.node.name)
+        self._undo.append((False, pod, self.node.name))
+
+    def restore(self) -> None:
+        while self._undo:
+            was_removed, pod, where = self._undo.pop()
+            if was_removed:
+                self.node.add_pod(pod)
+                self.snap.cluster.add_pod(pod, where)
+            else:
+                self.node.remove_pod(pod)
+                self.snap.cluster.remove_pod(pod.uid)
+
+    def __enter__(self) -> TrialEdit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()

@@ -51,13 +51,18 @@ def request(
     path: str,
     body: dict[str, Any] | None = None,
     timeout: tuple[float, float] = (5.0, 15.0),
+    content_type: str = "",
 ) -> Answer:
-    """One request; transport errors raise (urllib3/OSError), HTTP errors come back as Answer."""
+    """One request; transport errors raise (urllib3/OSError), HTTP errors come back as Answer.
+    `content_type` names a patch flavour ("application/merge-patch+json", ...)."""
+    headers = _headers(api)
+    if content_type:
+        headers["Content-Type"] = content_type
     resp = api.rest_client.pool_manager.request(
         method,
         api.configuration.host + path,
         body=None if body is None else json.dumps(body).encode(),
-        headers=_headers(api),
+        headers=headers,
         timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
     )
     return Answer(resp.status, resp.data or b"")

@@ -7,12 +7,14 @@ parsed affinity) is done once and the metrics fallbacks are counted in `state.fa
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
 from scheduler import registry, unsupported
 from scheduler.config import ProfileConfig, SchedulerConfig
 from scheduler.framework import (
+    UNRESOLVABLE_NODES,
     BatchFilterPlugin,
     BatchScorePlugin,
     CycleState,
@@ -20,11 +22,13 @@ from scheduler.framework import (
     NodeInfo,
     NormalizeScorePlugin,
     PodInfo,
+    PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
     Snapshot,
     Status,
+    TrialEdit,
 )
 
 _ACTIVE_FILTERS = "profile.filters"
@@ -38,10 +42,12 @@ class Profile:
         scheduler_name: str,
         filters: list[FilterPlugin],
         scores: list[tuple[ScorePlugin, int]],
+        post_filters: list[PostFilterPlugin] | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.filters = filters
         self.scores = scores
+        self.post_filters = post_filters or []
         # Protocol isinstance checks are slow; settle each plugin's extension points once.
         self._pre_filter = [isinstance(p, PreFilterPlugin) for p in filters]
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
@@ -57,13 +63,14 @@ class Profile:
     @classmethod
     def from_config(cls, cfg: ProfileConfig) -> Profile:
         plugins = {}
-        for name in [*cfg.filters, *(ref.name for ref in cfg.scores)]:
+        for name in [*cfg.filters, *(ref.name for ref in cfg.scores), *cfg.post_filters]:
             if name not in plugins:
                 plugins[name] = registry.new_plugin(name, cfg.args.get(name))
         return cls(
             cfg.scheduler_name,
             [plugins[name] for name in cfg.filters],
             [(plugins[ref.name], ref.weight) for ref in cfg.scores],
+            [plugins[name] for name in cfg.post_filters],
         )
 
     def filter(
@@ -81,6 +88,8 @@ class Profile:
             active = state[_ACTIVE_FILTERS] = self._pre_filter_all(state, pod, snap)
         rejection = state.get(PRE_FILTER_REJECTION)
         if rejection is not None:
+            if rejection.unresolvable:
+                state.setdefault(UNRESOLVABLE_NODES, set()).update(n.name for n in nodes)
             return [], {node.name: list(rejection.reasons) for node in nodes}
         reasons: dict[str, list[str]] = {}
         # Plugin by plugin over the nodes still standing, so a node stops at its first failing
@@ -98,8 +107,36 @@ class Profile:
             if rejected:
                 for i, status in rejected.items():
                     reasons[feasible[i].name] = list(status.reasons)
+                    if status.unresolvable:  # preemption skips these nodes
+                        state.setdefault(UNRESOLVABLE_NODES, set()).add(feasible[i].name)
                 feasible = [node for i, node in enumerate(feasible) if i not in rejected]
         return list(feasible) if feasible is nodes else feasible, reasons
+
+    def fits(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, nominated: Sequence[PodInfo] = ()
+    ) -> Status:
+        """This profile's filters for `pod` on `node` alone, each run on a fresh CycleState so
+        PreFilter data reflects the node as it is now (a preemption trial edits it). With
+        `nominated` pods, the node must pass both with them counted on it and without them,
+        as upstream's RunFilterPluginsWithNominatedPods: a pod that needs the room of one
+        nominated pod must not take it, and one that needs a nominated pod (affinity) must not
+        count on it."""
+        if nominated:
+            with TrialEdit(snap, node) as trial:
+                for other in nominated:
+                    trial.add(other)
+                status = self._fits_alone(pod, node, snap)
+            if not status.ok:
+                return status
+        return self._fits_alone(pod, node, snap)
+
+    def _fits_alone(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        state = CycleState()
+        feasible, reasons = self.filter(pod, [node], snap, state)
+        if feasible:
+            return Status.success()
+        why = reasons.get(node.name) or ["rejected"]
+        return Status.reject(*why, unresolvable=node.name in state.get(UNRESOLVABLE_NODES, ()))
 
     def _pre_filter_all(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> list:
         """The filters that have something to check for `pod`; the first PreFilter rejection

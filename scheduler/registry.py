@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.errors import ConfigError
 from scheduler.framework import Plugin
 from scheduler.plugins import (
+    default_preemption,
     inter_pod_affinity,
     load_threshold,
     load_variation_risk_balancing,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from scheduler.config import Fields
 
 _MODULES: tuple[ModuleType, ...] = (
+    default_preemption,
     node_unschedulable,
     node_ready,
     node_name,
@@ -73,9 +75,12 @@ def check_name(name: str, where: str) -> None:
 
 
 def points(name: str) -> set[str]:
-    """The extension points ("filter", "score") the plugin implements."""
+    """The extension points ("filter", "score", "postFilter") the plugin implements."""
     cls = REGISTRY[name].Plugin
-    return {p for p in ("filter", "score") if callable(getattr(cls, p, None))}
+    found = {p for p in ("filter", "score") if callable(getattr(cls, p, None))}
+    if callable(getattr(cls, "post_filter", None)):
+        found.add("postFilter")
+    return found
 
 
 def parse_args(name: str, fields: Fields) -> Any:

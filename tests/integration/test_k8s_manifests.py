@@ -195,6 +195,11 @@ ALLOWED = [
     (SCHEDULER, "watch", "storageclasses.storage.k8s.io", None),
     (SCHEDULER, "list", "csinodes.storage.k8s.io", None),
     (SCHEDULER, "watch", "csinodes.storage.k8s.io", None),
+    (SCHEDULER, "delete", "pods", "default"),  # preemption
+    (SCHEDULER, "list", "poddisruptionbudgets.policy", None),
+    (SCHEDULER, "watch", "poddisruptionbudgets.policy", None),
+    (SCHEDULER, "list", "priorityclasses.scheduling.k8s.io", None),
+    (SCHEDULER, "watch", "priorityclasses.scheduling.k8s.io", None),
     (SCHEDULER, "get", "leases.coordination.k8s.io/ballast-scheduler", NAMESPACE),
     (SCHEDULER, "update", "leases.coordination.k8s.io/ballast-scheduler", NAMESPACE),
     (WATCHER, "list", "nodes", None),
@@ -206,7 +211,10 @@ DENIED_METRICS = [(SCHEDULER, "list", "nodes.metrics.k8s.io", None)]
 DENIED = [
     (SCHEDULER, "get", "secrets", NAMESPACE),
     (SCHEDULER, "list", "secrets", None),
-    (SCHEDULER, "delete", "pods", "default"),
+    (SCHEDULER, "deletecollection", "pods", "default"),
+    (SCHEDULER, "delete", "nodes", None),
+    (SCHEDULER, "delete", "poddisruptionbudgets.policy", "default"),
+    (SCHEDULER, "create", "priorityclasses.scheduling.k8s.io", None),
     (SCHEDULER, "update", "nodes", None),
     (SCHEDULER, "patch", "nodes", None),
     (SCHEDULER, "update", "pods", "default"),

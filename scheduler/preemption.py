@@ -1,0 +1,257 @@
+"""Preemption's API side and the nominations it leaves behind.
+
+DefaultPreemption (scheduler/plugins/default_preemption.py) only chooses; this module acts, as
+upstream's asynchronous preemption does (SchedulerAsyncPreemption, on by default in v1.34):
+
+- the preemptor gets `status.nominatedNodeName`; lower-priority pods nominated to the same node
+  lose theirs (they would not fit there any more);
+- each victim gets the `DisruptionTarget` condition (reason `PreemptionByScheduler`) by a
+  pods/status patch, then is deleted (with its uid as a precondition, so a recreated pod of the
+  same name is never hit), then a `Preempted` event names the preemptor;
+- a write that fails is retried with exponential backoff; one that still fails gives up the
+  preemption: the preemptor goes back to the queue and the next cycle decides again. Nothing in
+  the cache is changed by hand: victims leave it when the watch reports their deletion, so a
+  failed delete leaves the cache exactly as the API is.
+
+`Nominations` is the in-memory half of upstream's nominator: nominated pods are counted on their
+node by later cycles (those of equal or higher priority than the pod being scheduled), so the
+room freed for a preemptor is not taken by a lower-priority pod meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from scheduler import kubeapi
+from scheduler.events import NORMAL, event_body
+from scheduler.framework import PodInfo
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = (5.0, 10.0)
+ATTEMPTS = 5  # per write
+INITIAL_BACKOFF_S = 0.2
+MAX_BACKOFF_S = 5.0
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+# preemptor, node, whether every victim is gone or going
+Finished = Callable[[PodInfo, str, bool], None]
+
+
+class Nominations:
+    """Pods nominated to a node by a preemption, until bound, deleted or re-nominated."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_uid: dict[str, tuple[PodInfo, str]] = {}
+
+    def set(self, pod: PodInfo, node: str) -> None:
+        with self._lock:
+            self._by_uid[pod.uid] = (pod, node)
+
+    def clear(self, uid: str) -> None:
+        with self._lock:
+            self._by_uid.pop(uid, None)
+
+    def node_of(self, uid: str) -> str:
+        with self._lock:
+            entry = self._by_uid.get(uid)
+            return entry[1] if entry else ""
+
+    def __bool__(self) -> bool:
+        return bool(self._by_uid)
+
+    def on_node(self, node: str) -> list[PodInfo]:
+        with self._lock:
+            return [pod for pod, where in self._by_uid.values() if where == node]
+
+    def by_node(self) -> dict[str, list[PodInfo]]:
+        with self._lock:
+            out: dict[str, list[PodInfo]] = {}
+            for pod, where in self._by_uid.values():
+                out.setdefault(where, []).append(pod)
+            return out
+
+
+def disruption_patch(scheduler_name: str) -> dict[str, Any]:
+    """A strategic-merge patch of pods/status adding upstream's DisruptionTarget condition."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": DISRUPTION_TARGET,
+                    "status": "True",
+                    "reason": PREEMPTION_BY_SCHEDULER,
+                    "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
+                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            ]
+        }
+    }
+
+
+def preempted_event(
+    victim: PodInfo, preemptor: PodInfo, node: str, instance: str
+) -> dict[str, Any]:
+    """Upstream's event on the victim: reason Preempted, action Preempting, the preemptor as
+    the related object."""
+    body = event_body(
+        victim,
+        "Preempted",
+        f"Preempted by pod {preemptor.uid} on node {node}",
+        NORMAL,
+        "Preempting",
+        preemptor.scheduler_name,
+        instance,
+    )
+    body["related"] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": preemptor.name,
+        "namespace": preemptor.namespace,
+        "uid": preemptor.uid,
+    }
+    return body
+
+
+@dataclass
+class _Stats:
+    preemptions: int = 0
+    victims: int = 0
+    failures: int = 0
+    retries: int = 0
+
+
+class Evictor:
+    """Carries out preemptions on worker threads, off the scheduling cycle."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        instance: str,
+        finished: Finished,
+        workers: int = 4,
+        attempts: int = ATTEMPTS,
+        initial_backoff: float = INITIAL_BACKOFF_S,
+        max_backoff: float = MAX_BACKOFF_S,
+    ) -> None:
+        self._api = api
+        self._core = client.CoreV1Api(api)
+        self.instance = instance
+        self._finished = finished
+        self._attempts = attempts
+        self._initial = initial_backoff
+        self._max = max_backoff
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="preempt")
+        self._lock = threading.Lock()
+        self._running: set[str] = set()
+        self._stopping = threading.Event()
+        self.stats = _Stats()
+
+    def running(self, uid: str) -> bool:
+        """Whether a preemption for this preemptor is still being carried out (upstream's
+        PreEnqueue keeps such a pod out of the active queue)."""
+        with self._lock:
+            return uid in self._running
+
+    def preempt(
+        self, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...], unnominate: list[PodInfo]
+    ) -> None:
+        with self._lock:
+            self._running.add(preemptor.uid)
+        self._pool.submit(self._run, preemptor, node, victims, unnominate)
+
+    def unnominate(self, pod: PodInfo) -> None:
+        """Clear the pod's status.nominatedNodeName: preemption found no room for it."""
+        self._pool.submit(self._nominate, pod, None)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- on a worker thread ---------------------------------------------------------------
+    def _run(
+        self, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...], unnominate: list[PodInfo]
+    ) -> None:
+        ok = False
+        try:
+            self.stats.preemptions += 1
+            self._nominate(preemptor, node)
+            for other in unnominate:
+                self._nominate(other, None)
+            ok = all(self._evict(victim, preemptor, node) for victim in victims)
+        except Exception:  # noqa: BLE001 - a worker must survive anything; the pod is retried
+            log.exception("preemption for %s failed", preemptor.key)
+        finally:
+            with self._lock:
+                self._running.discard(preemptor.uid)
+            if not ok:
+                self.stats.failures += 1
+            try:
+                self._finished(preemptor, node, ok)
+            except Exception:  # noqa: BLE001
+                log.exception("preemption outcome handler failed for %s", preemptor.key)
+
+    def _nominate(self, pod: PodInfo, node: str | None) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        body = {"status": {"nominatedNodeName": node}}
+        # Best effort, as upstream: the nomination in memory is what later cycles use.
+        self._write("PATCH", path, body, f"nominatedNodeName of {pod.key}", MERGE_PATCH)
+
+    def _evict(self, victim: PodInfo, preemptor: PodInfo, node: str) -> bool:
+        base = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+        patched = self._write(
+            "PATCH",
+            base + "/status",
+            disruption_patch(preemptor.scheduler_name),
+            f"DisruptionTarget on {victim.key}",
+            STRATEGIC_PATCH,
+        )
+        if patched is None:
+            return False
+        if patched == 404:
+            return True  # gone already
+        delete = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": victim.uid}}
+        deleted = self._write("DELETE", base, delete, f"delete {victim.key}")
+        if deleted is None:
+            return False
+        if deleted in (404, 409):  # gone, or a new pod under the same name
+            return True
+        self.stats.victims += 1
+        log.info("preempted %s on %s for %s", victim.key, node, preemptor.key)
+        path = f"/apis/events.k8s.io/v1/namespaces/{victim.namespace}/events"
+        self._write("POST", path, preempted_event(victim, preemptor, node, self.instance), "event")
+        return True
+
+    def _write(
+        self, method: str, path: str, body: dict[str, Any], what: str, content_type: str = ""
+    ) -> int | None:
+        """The answer's status (2xx, 404 or 409) after retries; None when it kept failing."""
+        delay = self._initial
+        for attempt in range(1, self._attempts + 1):
+            try:
+                answer = kubeapi.request(self._api, method, path, body, TIMEOUT, content_type)
+                status, detail = answer.status, answer.message()
+            except Exception as exc:  # noqa: BLE001 - transport errors: retry
+                status, detail = 0, f"{type(exc).__name__}: {exc}"
+            if 200 <= status < 300 or status in (404, 409):
+                return status
+            if attempt == self._attempts or self._stopping.is_set():
+                break
+            self.stats.retries += 1
+            log.warning("%s failed (%s); retry %d in %.1fs", what, detail, attempt, delay)
+            self._stopping.wait(delay)
+            delay = min(delay * 2, self._max)
+        log.error("%s failed after %d attempts", what, self._attempts)
+        return None

@@ -1,0 +1,232 @@
+"""DefaultPreemption's pure parts: victims per node, PDB accounting, node order, the trial."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.config import Fields, parse_config
+from scheduler.errors import ConfigError
+from scheduler.framework import CPU, UNRESOLVABLE_NODES, CycleState, PodInfo, TrialEdit, snapshot_of
+from scheduler.plugins import default_preemption as dp
+from scheduler.plugins import node_resources_fit, node_unschedulable
+from scheduler.profile import Profile
+from tests.unit.plugin_helpers import container, make_node, make_pod
+
+
+def pod(
+    name: str, cpu: str, priority: int = 0, start: str | None = None, labels=None, **kw
+) -> PodInfo:
+    p = make_pod(name, [container(cpu=cpu)], priority=priority, **kw)
+    p.labels = dict(labels or {})
+    if start:
+        p.raw["status"] = {"startTime": start}
+    return p
+
+
+class Handle:
+    def __init__(self, profile: Profile, nominated: dict[str, list[PodInfo]] | None = None):
+        self.profile = profile
+        self.nominated = nominated or {}
+        self.nominations: dict[str, str] = {}
+
+    def fits(self, pod, node, snap):
+        others = [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
+        return self.profile.fits(pod, node, snap, others)
+
+    def nominated_node(self, pod):
+        return self.nominations.get(pod.uid, "")
+
+
+def profile() -> Profile:
+    return Profile("ballast", [node_unschedulable.Plugin(), node_resources_fit.Plugin()], [])
+
+
+def run(preemptor, nodes, placed, handle=None, plugin=None):
+    snap = snapshot_of(nodes, placed, now=1_000_000.0)
+    prof = profile()
+    state = CycleState()
+    feasible, reasons = prof.filter(preemptor, list(snap.nodes.values()), snap, state)
+    assert not feasible
+    plugin = plugin or dp.Plugin(dp.Args(load_aware_tie_break=False))
+    return plugin.post_filter(state, preemptor, snap, reasons, handle or Handle(prof)), snap
+
+
+def test_minimal_victims_reprieve_the_most_important_first():
+    node = make_node("n1", cpu="4")
+    low = [pod("a", "1", 1), pod("b", "1", 2), pod("c", "2", 3)]
+    result, snap = run(pod("hi", "2", 10), [node], [(p, "n1") for p in low])
+    # c (priority 3, 2 cpu) is reprieved first and then nothing else fits beside it.
+    assert result.nominated_node == "n1"
+    assert [v.name for v in result.victims] == ["b", "a"]
+    # the trial left the cache's node and index as they were
+    assert snap.nodes["n1"].requested[CPU] == 4000
+    assert set(snap.cluster.placed) == {"uid-a", "uid-b", "uid-c"}
+
+
+def test_equal_or_higher_priority_is_never_a_victim():
+    node = make_node("n1", cpu="2")
+    result, _ = run(pod("p", "2", 5), [node], [(pod("same", "2", 5), "n1")])
+    assert not result.nominated_node
+    assert result.clear
+    assert "1 No preemption victims found for incoming pod" in result.message
+    assert result.message.startswith("preemption: 0/1 nodes are available")
+
+
+def test_system_critical_pods_of_kube_system_are_protected():
+    critical = pod("dns", "2", dp.SYSTEM_CRITICAL_PRIORITY)
+    critical.namespace = "kube-system"
+    assert not dp.may_preempt(critical, pod("p", "1", dp.SYSTEM_CRITICAL_PRIORITY + 1000))
+    elsewhere = pod("x", "2", dp.SYSTEM_CRITICAL_PRIORITY)
+    assert dp.may_preempt(elsewhere, pod("p", "1", dp.SYSTEM_CRITICAL_PRIORITY + 1000))
+
+
+def test_preemption_policy_never_waits():
+    node = make_node("n1", cpu="1")
+    result, _ = run(pod("p", "1", 10, preemptionPolicy="Never"), [node], [(pod("v", "1"), "n1")])
+    assert not result.nominated_node and not result.clear
+    assert result.message == "preemption: not eligible due to preemptionPolicy=Never."
+
+
+def test_unresolvable_nodes_are_not_candidates():
+    cordoned = make_node("n1", cpu="1", unschedulable=True)
+    result, _ = run(pod("p", "1", 10), [cordoned], [(pod("v", "1"), "n1")])
+    assert not result.nominated_node
+    assert "1 Preemption is not helpful for scheduling" in result.message
+
+
+def test_terminating_victims_on_the_nominated_node_stop_a_second_preemption():
+    node = make_node("n1", cpu="1")
+    victim = pod("v", "1")
+    victim.raw["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    victim.raw["status"] = {
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+        ]
+    }
+    preemptor = pod("p", "1", 10)
+    handle = Handle(profile())
+    handle.nominations[preemptor.uid] = "n1"
+    result, _ = run(preemptor, [node], [(victim, "n1")], handle)
+    assert result.message == "preemption: " + dp.TERMINATING
+
+
+def test_nominated_pod_of_higher_priority_keeps_its_room():
+    node = make_node("n1", cpu="2")
+    nominated = pod("nom", "1", 20)
+    handle = Handle(profile(), {"n1": [nominated]})
+    # 2 cpu node, 1 cpu victim, 1 cpu nominated: a 2 cpu preemptor cannot fit even alone.
+    result, _ = run(pod("p", "2", 10), [node], [(pod("v", "1"), "n1")], handle)
+    assert not result.nominated_node
+
+
+def _pdb(allowed: int, labels: dict[str, str], disrupted: dict | None = None) -> dict:
+    return {
+        "metadata": {"name": "pdb", "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": labels}},
+        "status": {"disruptionsAllowed": allowed, "disruptedPods": disrupted or {}},
+    }
+
+
+def test_pdb_budget_is_spent_in_order():
+    a, b, c = (pod(n, "1", labels={"app": "x"}) for n in "abc")
+    violating, fine = dp.split_by_pdb([a, b, c], [_pdb(1, {"app": "x"}, {"c": "t"})])
+    assert [p.name for p in fine] == ["a", "c"]  # c is already disrupted: spends nothing
+    assert [p.name for p in violating] == ["b"]
+    empty = {"metadata": {"namespace": "ns"}, "spec": {"selector": {}}, "status": {}}
+    assert dp.split_by_pdb([a], [empty]) == ([], [a])  # an empty selector matches nothing
+
+
+def test_pdb_steers_the_node():
+    n1, n2 = make_node("n1", cpu="1"), make_node("n2", cpu="1")
+    guarded = pod("g", "1", 1, labels={"app": "db"})
+    free = pod("f", "1", 5)  # higher priority, but no budget stands in its way
+    snap_pdbs = [_pdb(0, {"app": "db"})]
+    plugin = dp.Plugin(dp.Args(load_aware_tie_break=False))
+    snap = snapshot_of([n1, n2], [(guarded, "n1"), (free, "n2")], now=1.0)
+    snap.cluster.objects["poddisruptionbudgets"] = {"ns/pdb": snap_pdbs[0]}
+    prof = profile()
+    state = CycleState()
+    preemptor = pod("p", "1", 10)
+    _, reasons = prof.filter(preemptor, list(snap.nodes.values()), snap, state)
+    result = plugin.post_filter(state, preemptor, snap, reasons, Handle(prof))
+    assert result.nominated_node == "n2"
+
+
+def _cand(node, prios, starts=None, pdb=0, load=0.0):
+    victims = tuple(pod(f"{node}-{i}", "1", p) for i, p in enumerate(prios))
+    starts = tuple(starts or [100.0] * len(prios))
+    return dp.Candidate(node, victims, pdb, starts, load)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "winner"),
+    [
+        (_cand("a", [1], pdb=1), _cand("b", [9]), "b"),  # fewest PDB violations
+        (_cand("a", [5, 1]), _cand("b", [3, 3]), "b"),  # lowest highest priority
+        (_cand("a", [3, 2]), _cand("b", [3, 1]), "b"),  # smallest priority sum
+        (_cand("a", [3, 0, 0]), _cand("b", [3, 0]), "b"),  # sum counts MaxInt32+1 per pod
+        (_cand("a", [3], [100.0]), _cand("b", [3], [200.0]), "b"),  # latest start
+        (_cand("a", [3], load=70.0), _cand("b", [3], load=20.0), "b"),  # load tie-break
+    ],
+)
+def test_node_order(a, b, winner):
+    assert dp.pick([a, b]).node == winner
+    assert dp.pick([b, a]).node == winner
+
+
+def test_load_tie_break_off_falls_back_to_the_name():
+    a, b = _cand("a", [3], load=70.0), _cand("b", [3], load=20.0)
+    assert dp.pick([b, a], load_aware=False).node == "a"
+
+
+def test_latest_start_uses_the_highest_priority_victims_only():
+    # a: its priority-3 victim started at 300, b: at 200; the priority-1 victims do not count.
+    a = _cand("a", [3, 1], [300.0, 10.0])
+    b = _cand("b", [3, 1], [200.0, 900.0])
+    assert dp.pick([a, b]).node == "a"
+
+
+def test_num_candidates():
+    args = dp.Args()
+    assert dp.num_candidates(50, args) == 50
+    assert dp.num_candidates(5000, args) == 500
+    assert dp.num_candidates(5000, dp.Args(10, 0)) == 500
+    assert dp.num_candidates(5000, dp.Args(1, 10)) == 50
+
+
+def test_trial_edit_restores_on_error():
+    node = make_node("n1", cpu="4")
+    a, b = pod("a", "1"), pod("b", "2")
+    snap = snapshot_of([node], [(a, "n1")])
+    with pytest.raises(RuntimeError), TrialEdit(snap, node) as trial:
+        trial.remove(a)
+        trial.add(b)
+        trial.add(a)
+        trial.remove(a)
+        raise RuntimeError("boom")
+    assert set(node.pods) == {"uid-a"} and node.requested[CPU] == 1000
+    assert snap.cluster.placed == {"uid-a": "n1"}
+
+
+def test_unresolvable_rejections_are_recorded():
+    cordoned = make_node("n1", unschedulable=True)
+    state = CycleState()
+    profile().filter(pod("p", "1"), [cordoned], snapshot_of([cordoned]), state)
+    assert state[UNRESOLVABLE_NODES] == {"n1"}
+
+
+def test_config_post_filter_and_args():
+    cfg = parse_config({})
+    assert cfg.profiles[0].post_filters == ["DefaultPreemption"]
+    off = {"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}
+    assert parse_config({"profiles": [off]}).profiles[0].post_filters == []
+    args = dp.parse_args(Fields({"minCandidateNodesAbsolute": 5, "loadAwareTieBreak": False}, ""))
+    assert args == dp.Args(10, 5, False)
+    with pytest.raises(ConfigError, match="must not both be 0"):
+        dp.parse_args(
+            Fields({"minCandidateNodesAbsolute": 0, "minCandidateNodesPercentage": 0}, "")
+        )
+    with pytest.raises(ConfigError, match="not a filter plugin"):
+        parse_config(
+            {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "DefaultPreemption"}]}}}]}
+        )
