@@ -29,6 +29,7 @@ from scheduler.extender import Extender, ExtenderServer
 from scheduler.framework import PodInfo
 from scheduler.leader import LeaderElector
 from scheduler.metrics_client import BearerToken, MetricsClient
+from scheduler.preemption import Evictor
 from scheduler.queue import SchedulingQueue
 from scheduler.recent import RecentlyBound
 from scheduler.server import StatusServer, Telemetry
@@ -125,6 +126,7 @@ class Runtime:
             self.events,
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
+            evictor_factory=lambda finished: Evictor(api, self.identity, finished),
         )
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
@@ -215,6 +217,8 @@ class Runtime:
         self.queue.close()
         if self._loop.is_alive():
             self._loop.join(timeout=left())
+        if self.cycle.evictor is not None:
+            self.cycle.evictor.stop()
         abandoned = self.cycle.binder.stop(timeout=left())
         if abandoned:
             log.warning("stopping: %d bindings abandoned; their pods stay Pending", abandoned)
