@@ -20,11 +20,11 @@ Upstream v1.34's rules (pkg/scheduler/framework/plugins/interpodaffinity):
 - Namespaces: an incoming term's namespaceSelector is resolved to names from the namespaces the
   cache lists; an existing pod's term is matched against the incoming pod's namespace labels.
 
-matchLabelKeys / mismatchLabelKeys: the v1.34 apiserver (feature MatchLabelKeysInPodAffinity,
-GA and on) merges them into the term's labelSelector when the pod is created, as `key In (value)`
-and `key NotIn (value)` from the pod's own labels; kube-scheduler never reads them. So Ballast does
-not merge them either: merging twice would be harmless for In but the scheduler would then disagree
-with upstream on pods created with the gate off.
+matchLabelKeys / mismatchLabelKeys: the v1.34 apiserver (feature gate MatchLabelKeysInPodAffinity,
+on by default) merges them into the term's labelSelector when the pod is created, as
+`key In (value)` and `key NotIn (value)` from the pod's own labels, and kube-scheduler never reads
+them; tests/integration/test_scheduler_pod_affinity.py reads the merged selector back from the
+sandbox's apiserver. So Ballast does not merge them again: the stored selector is the whole rule.
 
 Cost: the incoming pod's terms are narrowed by the cluster index's label sets, and placed pods'
 terms are grouped and indexed by label (pod_affinity_terms.ExistingTerms), so PreFilter and
@@ -365,6 +365,18 @@ class Plugin:
             if value is not None:
                 total += by_value.get(value, 0)
         return total
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        if _SCORE not in state:
+            self.pre_score(state, pod, nodes, snap)
+        by_key: dict[str, dict[str, int]] = state.get(_SCORE, {})
+        if len(by_key) == 1:
+            ((key, by_value),) = by_key.items()
+            get = by_value.get
+            return [get(n.labels.get(key), 0) for n in nodes]  # type: ignore[arg-type]
+        return [self.score(state, pod, n, snap) for n in nodes]
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         if not state.get(_SCORE) or not scores:

@@ -298,6 +298,8 @@ def scores(incoming, nodes, placed=(), args=None, namespaces=None) -> dict[str, 
     if not plugin.pre_score(state, incoming, nodes, snap):
         return None
     raw = {n.name: plugin.score(state, incoming, n, snap) for n in nodes}
+    batch = plugin.score_all(state, incoming, nodes, snap)
+    assert batch == list(raw.values())
     plugin.normalize(state, incoming, raw)
     return raw
 
