@@ -2,8 +2,11 @@
 
 etcd, kube-apiserver, kubectl and kube-scheduler come from the wrapper module in components/
 (one `go build` for all of them, so Go schedules the shared packages once); kwok is installed
-from its own module. Binaries are written to a temporary folder and renamed into place, so an
-interrupted build never leaves a half-written binary that a later run would trust.
+from its own module. The Trimaran scheduler (kube-scheduler with sigs.k8s.io/scheduler-plugins'
+load-aware plugins) comes from its own wrapper module in trimaran/, whose go.mod carries
+scheduler-plugins' dependencies and so stays apart from components/go.mod. Binaries are written
+to a temporary folder and renamed into place, so an interrupted build never leaves a
+half-written binary that a later run would trust.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ Printer = Callable[[str], None]
 HEARTBEAT_SECONDS = 30.0
 # A cold build of kube-apiserver on 2 cores takes tens of minutes; a hung build still ends.
 BUILD_TIMEOUT = 3 * 3600.0
+TRIMARAN_DIR = Path(__file__).resolve().parent / "trimaran"
 
 
 def bin_dir() -> Path:
@@ -34,21 +38,26 @@ def binary(name: str) -> Path:
     path = bin_dir() / name
     if not path.is_file():
         how = "ballast sandbox build --with-kube-scheduler"
-        if name != "kube-scheduler":
+        if name == versions.trimaran_binary():
+            how = "ballast sandbox build --with-trimaran"
+        elif name != "kube-scheduler":
             how = "make sandbox-build"
         raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")
     return path
 
 
-def wanted(with_kube_scheduler: bool = False) -> list[str]:
+def wanted(with_kube_scheduler: bool = False, with_trimaran: bool = False) -> list[str]:
     names = list(defaults.COMPONENTS)
     if with_kube_scheduler:
         names += defaults.OPTIONAL_COMPONENTS
+    if with_trimaran:
+        names.append(versions.trimaran_binary())
     return names
 
 
-def missing(with_kube_scheduler: bool = False) -> list[str]:
-    return [n for n in wanted(with_kube_scheduler) if not (bin_dir() / n).is_file()]
+def missing(with_kube_scheduler: bool = False, with_trimaran: bool = False) -> list[str]:
+    names = wanted(with_kube_scheduler, with_trimaran)
+    return [n for n in names if not (bin_dir() / n).is_file()]
 
 
 def find_go() -> str:
@@ -69,6 +78,17 @@ def check_go_mod() -> None:
             + "; ".join(problems)
             + ". Update go.mod (go get k8s.io/kubernetes@vX.Y.Z, staging replaces v0.Y.Z, "
             "go mod tidy) or the pins."
+        )
+
+
+def check_trimaran_go_mod() -> None:
+    problems = versions.trimaran_go_mod_mismatches((TRIMARAN_DIR / "go.mod").read_text())
+    if problems:
+        raise BuildError(
+            "sandbox/trimaran/go.mod disagrees with sandbox/versions.py: "
+            + "; ".join(problems)
+            + ". Update go.mod (go get sigs.k8s.io/scheduler-plugins@vX, replaces of "
+            "k8s.io/kubernetes and the staging modules, go mod tidy) or the pins."
         )
 
 
@@ -112,21 +132,26 @@ def _run(
     say(f"  built {what} in {time.monotonic() - started:.0f} s")
 
 
-def build(with_kube_scheduler: bool = False, say: Printer = print) -> Path:
+def build(
+    with_kube_scheduler: bool = False, say: Printer = print, with_trimaran: bool = False
+) -> Path:
     """Builds whatever is missing; returns the folder holding the binaries."""
-    todo = missing(with_kube_scheduler)
+    todo = missing(with_kube_scheduler, with_trimaran)
     target = bin_dir()
     if not todo:
         say(f"sandbox binaries up to date in {target}")
         return target
     go = find_go()
     check_go_mod()
+    trimaran = versions.trimaran_binary()
+    if trimaran in todo:
+        check_trimaran_go_mod()
     target.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
         staging = Path(tmp)
-        from_module = [n for n in todo if n != "kwok"]
+        from_module = [n for n in todo if n not in ("kwok", trimaran)]
         if from_module:
             say(
                 f"building {', '.join(from_module)} (Kubernetes {versions.KUBERNETES_VERSION}, "
@@ -143,6 +168,16 @@ def build(with_kube_scheduler: bool = False, say: Printer = print) -> Path:
             # Outside any module, so `go install pkg@version` uses kwok's own go.mod.
             kwok_env = env | {"GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"}
             _run(cmd, staging, kwok_env, target / "build-kwok.log", "kwok", say)
+        if trimaran in todo:
+            # After the components, never beside them: one heavy Go build at a time on 2 cores.
+            say(
+                f"building the Trimaran scheduler (scheduler-plugins "
+                f"v{versions.SCHEDULER_PLUGINS_VERSION} on Kubernetes "
+                f"{versions.KUBERNETES_VERSION})"
+            )
+            cmd = [go, "build", "-buildvcs=false", "-ldflags", _version_ldflags()]
+            cmd += ["-o", str(staging / trimaran), "."]
+            _run(cmd, TRIMARAN_DIR, env, target / "build-trimaran.log", "Trimaran", say)
         _install(staging, target, todo)
     say(f"sandbox binaries ready in {target} ({time.monotonic() - started:.0f} s)")
     return target

@@ -22,6 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--with-kube-scheduler", action="store_true", help="also build upstream kube-scheduler"
     )
+    p.add_argument(
+        "--with-trimaran",
+        action="store_true",
+        help="also build kube-scheduler with scheduler-plugins' Trimaran plugins",
+    )
     p.set_defaults(func=_guarded(cmd_build))
 
     p = commands.add_parser("up", help="start the control plane and N Ready fake nodes")
@@ -72,7 +77,11 @@ def _free_if_zero(port: int) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    build.build(with_kube_scheduler=args.with_kube_scheduler, say=lambda s: print(s, flush=True))
+    build.build(
+        with_kube_scheduler=args.with_kube_scheduler,
+        say=lambda s: print(s, flush=True),
+        with_trimaran=args.with_trimaran,
+    )
     return 0
 
 

@@ -33,12 +33,18 @@ def scheduler_config(plane: ControlPlane, overrides: dict[str, Any] | None = Non
 
 
 def start_kube_scheduler(
-    plane: ControlPlane, overrides: dict[str, Any] | None = None, timeout: float = 60.0
+    plane: ControlPlane,
+    overrides: dict[str, Any] | None = None,
+    timeout: float = 60.0,
+    name: str = "kube-scheduler",
+    binary_name: str = "kube-scheduler",
 ) -> int:
-    """Starts kube-scheduler, waits for its /healthz, returns its (loopback) secure port."""
-    binary = build.binary("kube-scheduler")
+    """Starts kube-scheduler, waits for its /healthz, returns its (loopback) secure port.
+    `name` tells several apart (process, log, config file); `binary_name` picks a build from
+    the cache with more plugins registered, such as the Trimaran scheduler."""
+    binary = build.binary(binary_name)
     port = processes.free_port()
-    config_file = plane.state_dir / "kube-scheduler.yaml"
+    config_file = plane.state_dir / f"{name}.yaml"
     config_file.write_text(yaml.safe_dump(scheduler_config(plane, overrides), sort_keys=False))
     argv = [
         str(binary),
@@ -48,12 +54,12 @@ def start_kube_scheduler(
         f"--authentication-kubeconfig={plane.kubeconfig}",
         f"--authorization-kubeconfig={plane.kubeconfig}",
     ]
-    plane.spawn("kube-scheduler", argv)
+    plane.spawn(name, argv)
     url = f"https://127.0.0.1:{port}/healthz"
     with requests.Session() as s, warnings.catch_warnings():
         # Its serving certificate is self-signed, made at start; /healthz needs no identity.
         warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
         s.trust_env = False
         s.verify = False
-        plane.wait_until("kube-scheduler", lambda: s.get(url, timeout=2).ok, timeout)
+        plane.wait_until(name, lambda: s.get(url, timeout=2).ok, timeout)
     return port

@@ -54,6 +54,8 @@ class SimulatorConfig:
     interval: float = 1.0
     # Per-node background overrides (cpu %, memory %), e.g. to make one node busy.
     background: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Per-pod factor overrides by namespace/name, e.g. pods that use 3x what they request.
+    pod_factors: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0 <= self.factor_min <= self.factor_max:
@@ -91,6 +93,8 @@ class PodUse:
 
 def pod_factor(seed: int, key: str, config: SimulatorConfig) -> float:
     """The pod's use/request factor: the same for the same seed and pod, whatever the order."""
+    if key in config.pod_factors:
+        return config.pod_factors[key]
     return random.Random(f"{seed}:{key}").uniform(config.factor_min, config.factor_max)
 
 
@@ -118,8 +122,10 @@ def node_loads(
     pods: list[PodUse],
     now: float,
     config: SimulatorConfig,
+    clamp: bool = True,
 ) -> dict[str, tuple[float, float]]:
-    """Node -> (CPU %, memory %), clamped to 0..100. Pods on unknown nodes are ignored."""
+    """Node -> (CPU %, memory %), clamped to 0..100 unless `clamp` is False (the true demand a
+    benchmark judges, which can pass 100 %). Pods on unknown nodes are ignored."""
     used: dict[str, list[float]] = {name: [0.0, 0.0] for name in nodes}
     for pod in pods:
         if pod.node in used:
@@ -133,7 +139,7 @@ def node_loads(
         wobble = 1.0 + config.wobble * math.sin(2 * math.pi * now / config.wobble_period + phase)
         cpu = bg_cpu * wobble + (100.0 * used[name][0] / cap.cpu_m if cap.cpu_m > 0 else 0.0)
         mem = bg_mem + (100.0 * used[name][1] / cap.memory_bytes if cap.memory_bytes > 0 else 0.0)
-        loads[name] = (_clamp(cpu), _clamp(mem))
+        loads[name] = (_clamp(cpu), _clamp(mem)) if clamp else (cpu, mem)
     return loads
 
 

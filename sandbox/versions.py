@@ -15,6 +15,9 @@ KUBERNETES_VERSION = "1.34.4"
 ETCD_VERSION = "3.6.4"
 # The newest kwok whose client-go (0.33) is within one minor of the apiserver.
 KWOK_VERSION = "0.7.0"
+# sigs.k8s.io/scheduler-plugins, whose Trimaran plugins the placement benchmark runs against
+# Ballast's watcher: the release line of the pinned Kubernetes minor (v0.<minor>.x).
+SCHEDULER_PLUGINS_VERSION = "0.34.7"
 
 
 def staging_version() -> str:
@@ -28,13 +31,35 @@ def cache_tag() -> str:
     return f"k8s-{KUBERNETES_VERSION}_etcd-{ETCD_VERSION}_kwok-{KWOK_VERSION}"
 
 
-def go_mod_mismatches(go_mod: str) -> list[str]:
+def trimaran_binary() -> str:
+    """The Trimaran scheduler's name in the binary cache: a new plugins pin builds a new one."""
+    return f"kube-scheduler-trimaran-{SCHEDULER_PLUGINS_VERSION}"
+
+
+def trimaran_go_mod_mismatches(go_mod: str) -> list[str]:
+    """Lines of trimaran/go.mod that disagree with the pins: the plugins' release, and the
+    sandbox's Kubernetes for k8s.io/kubernetes and every staging module (replace directives)."""
+    # Its require lines say what scheduler-plugins asks for; the replaces decide what is built.
+    problems = go_mod_mismatches(go_mod, wanted={})
+    if not re.search(r"^\s*k8s\.io/kubernetes => ", go_mod, re.MULTILINE):
+        problems.append("k8s.io/kubernetes is not replaced with the pinned release")
+    wanted = f"v{SCHEDULER_PLUGINS_VERSION}"
+    found = re.search(r"^\s*sigs\.k8s\.io/scheduler-plugins (v\S+)", go_mod, re.MULTILINE)
+    if not found:
+        problems.append("sigs.k8s.io/scheduler-plugins is not required")
+    elif found.group(1) != wanted:
+        problems.append(f"sigs.k8s.io/scheduler-plugins is {found.group(1)}, pinned {wanted}")
+    return problems
+
+
+def go_mod_mismatches(go_mod: str, wanted: dict[str, str] | None = None) -> list[str]:
     """Lines of go.mod that disagree with the pins above, as readable complaints."""
     problems = []
-    wanted = {
-        "k8s.io/kubernetes": f"v{KUBERNETES_VERSION}",
-        "go.etcd.io/etcd/server/v3": f"v{ETCD_VERSION}",
-    }
+    if wanted is None:
+        wanted = {
+            "k8s.io/kubernetes": f"v{KUBERNETES_VERSION}",
+            "go.etcd.io/etcd/server/v3": f"v{ETCD_VERSION}",
+        }
     for module, version in wanted.items():
         found = re.search(rf"^\s*{re.escape(module)} (v\S+)", go_mod, re.MULTILINE)
         if not found:
@@ -46,6 +71,8 @@ def go_mod_mismatches(go_mod: str) -> list[str]:
     if not replaces:
         problems.append("no k8s.io staging replace directives")
     for module, version in replaces:
-        if version != staging:
-            problems.append(f"{module} is replaced with {version}, pinned {staging}")
+        # Only a module that imports scheduler-plugins replaces k8s.io/kubernetes itself.
+        expected = f"v{KUBERNETES_VERSION}" if module == "k8s.io/kubernetes" else staging
+        if version != expected:
+            problems.append(f"{module} is replaced with {version}, pinned {expected}")
     return problems
