@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from scheduler.clusterindex import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.labels import EVERYTHING, IN, LabelSelector
@@ -277,39 +279,30 @@ def _has_keys(labels: dict[str, str], keys: tuple[str, ...]) -> bool:
 
 
 class _KeyValues:
-    """The values of the topology keys over many nodes, without a Python loop per node and
-    constraint (that costs ~3x more at 5,000 nodes). `complete`: the names of the nodes that
-    carry every key, None when all of them do."""
+    """The values of the topology keys over many nodes, one set comprehension per key (a
+    Python loop per node and constraint costs ~3x more at 5,000 nodes). `complete`: the names
+    of the nodes that carry every key, None when all of them do (the usual case)."""
 
     def __init__(self, nodes: list[NodeInfo], keys: tuple[str, ...]) -> None:
         unique = tuple(dict.fromkeys(keys))
-        if len(unique) == 1:  # the usual case: a set of values is all it takes
-            key = unique[0]
-            found = {n.labels.get(key) for n in nodes}
-            lacking = None in found
+        self._values = {k: {n.labels.get(k) for n in nodes} for k in unique}
+        self._lacking = {k: None in found for k, found in self._values.items()}
+        for found in self._values.values():
             found.discard(None)
-            self._lacking = {key: lacking}
-            self._single = found
-            self.complete = {n.name for n in nodes if key in n.labels} if lacking else None
-            return
-        self._single = None
-        self._by_key = {k: {n.name: n.labels[k] for n in nodes if k in n.labels} for k in unique}
-        self._lacking = {k: len(d) < len(nodes) for k, d in self._by_key.items()}
-        short = [set(d) for d in self._by_key.values() if len(d) < len(nodes)]
-        self.complete = set.intersection(*short) if short else None
+        self.complete: set[str] | None = None
+        self._complete_values = self._values
+        if any(self._lacking.values()):
+            whole = [n for n in nodes if all(k in n.labels for k in unique)]
+            self.complete = {n.name for n in whole}
+            self._complete_values = {k: {n.labels[k] for n in whole} for k in unique}
 
     def lacking(self, key: str) -> bool:
         """Whether some node does not carry `key`."""
         return self._lacking[key]
 
-    def values(self, key: str, complete_only: bool = True) -> Any:
+    def values(self, key: str, complete_only: bool = True) -> set[str]:
         """The values of `key` on the nodes with every key (or on all nodes that have it)."""
-        if self._single is not None:
-            return self._single
-        found = self._by_key[key]
-        if self.complete is None or not complete_only:
-            return found.values()
-        return [found[name] for name in self.complete]
+        return (self._complete_values if complete_only else self._values)[key]
 
 
 def domain_counts(
@@ -495,29 +488,37 @@ class Plugin:
             + (s.weights[i], float(c.max_skew - 1))
             for i, c in enumerate(s.constraints)
         ]
-        ignored = s.ignored
-        out = []
-        for node in nodes:
-            if node.name in ignored:
-                out.append(0)
-                continue
-            labels, total = node.labels, 0.0
-            for key, per_node, table, weight, base in terms:
-                value = labels.get(key)
-                if value is not None:
-                    total += float(table.get(node.name if per_node else value, 0)) * weight + base
-            whole = int(total)  # Go's math.Round; the total is never negative
-            out.append(whole + 1 if total - whole >= 0.5 else whole)
-        return out
+        # one comprehension per constraint and numpy for the sums: ~4x cheaper than a loop per
+        # node at 5,000 nodes; float64 in the same order gives upstream's exact sums
+        names = [n.name for n in nodes]
+        total = np.zeros(len(nodes))
+        for key, per_node, table, weight, base in terms:
+            values = [n.labels.get(key) for n in nodes]
+            counts = np.array(
+                [
+                    table.get(name if per_node else v, 0)
+                    for name, v in zip(names, values, strict=True)
+                ],
+                dtype=float,
+            )
+            term = counts * weight + base
+            if None in values:  # a node without the key gets nothing for this constraint
+                term[np.array([v is None for v in values])] = 0.0
+            total += term
+        if s.ignored:
+            total[np.array([name in s.ignored for name in names])] = 0.0
+        whole = np.floor(total)  # Go's math.Round; the totals are never negative
+        return (whole + (total - whole >= 0.5)).astype(np.int64).tolist()
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         s: _ScoreState | None = state.get(_SCORE)
         if s is None:
             return
-        counted = [v for n, v in scores.items() if n not in s.ignored]
+        ignored = s.ignored
+        counted = [v for n, v in scores.items() if n not in ignored] if ignored else scores.values()
         low, high = min(counted, default=0), max(counted, default=0)
         for name, value in scores.items():
-            if name in s.ignored:
+            if name in ignored:
                 scores[name] = 0
             elif high == 0:
                 scores[name] = MAX_NODE_SCORE
