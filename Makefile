@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build lint test fuzz demo demo-up bench-watcher bench-scheduler clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-placement clean
 
 all: test
 
@@ -31,7 +31,12 @@ lint: venv
 kube-scheduler-build: sandbox-build
 	$(BALLAST) sandbox build --with-kube-scheduler
 
-test: sandbox-build kube-scheduler-build lint
+# Upstream Trimaran for the interop test and the placement benchmark; after the build above,
+# never beside it: one heavy Go build at a time.
+trimaran-build: kube-scheduler-build
+	$(BALLAST) sandbox build --with-trimaran
+
+test: sandbox-build kube-scheduler-build trimaran-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.
@@ -51,6 +56,14 @@ bench-watcher: sandbox-build
 bench-scheduler: sandbox-build
 	$(BALLAST) sandbox build --with-kube-scheduler
 	$(PY) -m bench.scheduler
+
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(VENV)/bin/pip install -q -e '.[test,bench]'
+	touch $@
+
+# BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45).
+bench-placement: trimaran-build $(VENV)/.bench-installed
+	$(PY) -m bench.placement $(BENCH_ARGS)
 
 clean:
 	-$(BALLAST) sandbox down
