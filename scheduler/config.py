@@ -48,10 +48,23 @@ DEFAULT_FILTERS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
 )
 # Preference plugins only separate nodes when the pod states a preference (or a node carries
-# PreferNoSchedule taints); otherwise they give every node the same score and cost nothing.
-DEFAULT_SCORES = (("TargetLoadPacking", 1), ("NodeAffinity", 2), ("TaintToleration", 3))
+# PreferNoSchedule taints, or the pod has spread constraints or pod affinity); otherwise they
+# give every node the same score and cost nothing. Weights as upstream's default profile.
+DEFAULT_SCORES = (
+    ("TargetLoadPacking", 1),
+    ("NodeAffinity", 2),
+    ("TaintToleration", 3),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+)
 # Upstream's only default PostFilter: preemption for pods that fit nowhere.
 DEFAULT_POST_FILTERS = ("DefaultPreemption",)
 DEFAULT_PARALLELISM = 16

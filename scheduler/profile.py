@@ -199,7 +199,7 @@ def failure_message(
     state: CycleState | None = None,
 ) -> str:
     """kube-scheduler's FailedScheduling text, e.g.
-    "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint {k: v}."
+    "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint(s)."
     Counts per reason (a node can give several), sorted as strings like kube-scheduler does.
     A PreFilter rejection in `state` is told once, without counts, as upstream does."""
     if total_nodes == 0:

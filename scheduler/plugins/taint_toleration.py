@@ -43,6 +43,10 @@ def reverse_normalize(scores: dict[str, int]) -> None:
         )
 
 
+# Upstream 1.34's one text for every untolerated taint (older releases named the taint).
+REASON = "node(s) had untolerated taint(s)"
+
+
 class Plugin:
     name = NAME
 
@@ -55,10 +59,7 @@ class Plugin:
         tols = tolerations(pod)
         for taint in node.taints:
             if taint.get("effect") in _HARD and not tolerated(tols, taint):
-                key, value = taint.get("key", ""), taint.get("value", "")
-                return Status.reject(
-                    f"node(s) had untolerated taint {{{key}: {value}}}", unresolvable=True
-                )
+                return Status.reject(REASON, unresolvable=True)
         return Status.success()
 
     def filter_all(

@@ -24,11 +24,19 @@ def test_empty_config_gives_one_ballast_profile():
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
     ]
     assert [(r.name, r.weight) for r in profile.scores] == [
         ("TargetLoadPacking", 1),
         ("NodeAffinity", 2),
         ("TaintToleration", 3),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
     ]
     assert profile.args["TargetLoadPacking"].target_utilization == 40
     assert cfg.parallelism == 16 and cfg.percentage_of_nodes_to_score == 0
@@ -95,6 +103,8 @@ def test_full_config(tmp_path):
     assert [(r.name, r.weight) for r in packer.scores] == [
         ("TargetLoadPacking", 5),
         ("NodeAffinity", 2),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("MetricScore", 2),
     ]
     tlp = packer.args["TargetLoadPacking"]

@@ -13,9 +13,9 @@ from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, 
 
 def test_failure_message_like_kube_scheduler():
     reasons = {f"n{i}": ["Insufficient cpu"] for i in range(3)}
-    reasons.update({f"t{i}": ["node(s) had untolerated taint {k: v}"] for i in range(7)})
+    reasons.update({f"t{i}": ["node(s) had untolerated taint(s)"] for i in range(7)})
     assert failure_message(10, reasons) == (
-        "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint {k: v}."
+        "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint(s)."
     )
     both = {"a": ["Insufficient cpu", "Insufficient memory"], "b": "Insufficient memory"}
     assert failure_message(2, both) == (
@@ -42,7 +42,7 @@ def test_filter_pass_returns_feasible_nodes_and_first_failing_reason():
     assert [n.name for n in feasible] == ["ok"]
     assert reasons == {
         "cordoned": ["node(s) were unschedulable"],
-        "tainted": ["node(s) had untolerated taint {k: v}"],
+        "tainted": ["node(s) had untolerated taint(s)"],
         "small": ["Insufficient cpu"],
         "down": ["node(s) were not ready"],
     }
