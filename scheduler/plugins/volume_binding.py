@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from scheduler.config import Fields
 
 NAME = "VolumeBinding"
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -77,7 +77,16 @@ class _Claims:
 
     bound: list[dict[str, Any]]
     delayed: list[dict[str, Any]]  # unbound, WaitForFirstConsumer, smallest request first
-    pvs_by_class: dict[str, list[dict[str, Any]]]
+    volumes: list[_Candidates]  # per delayed claim
+
+
+@dataclass
+class _Candidates:
+    """The PVs that could take one unbound claim on some node: every check of upstream's
+    FindMatchingVolume but the node affinity, done once per cycle instead of once per node."""
+
+    pre_bound: list[dict[str, Any]]  # claimRef names the claim; the first usable one decides
+    available: list[dict[str, Any]]  # unclaimed, Available, fitting; smallest first
 
 
 @dataclass
@@ -118,15 +127,16 @@ class Plugin:
             else:  # Immediate, or pre-bound to a PV: the PV controller's job, not ours
                 return Status.reject(UNBOUND_IMMEDIATE, unresolvable=True)
         delayed.sort(key=_requested)
-        classes = {vol.claim_class(pvc) for pvc in delayed}
-        by_class: dict[str, list[dict[str, Any]]] = {c: [] for c in classes}
-        if classes:
+        by_class: dict[str, list[dict[str, Any]]] = {vol.claim_class(c): [] for c in delayed}
+        if by_class:
+            # upstream lists a class's PVs by spec.storageClassName (its cache's index)
             for pv in snap.cluster.objects[PVS].values():
                 group = by_class.get(vol.spec(pv).get("storageClassName") or "")
                 if group is not None:
                     group.append(pv)
             pod.memo[NAME] = {}
-        state[NAME] = _Claims(bound, delayed, by_class)
+        volumes = [_candidates(c, by_class[vol.claim_class(c)]) for c in delayed]
+        state[NAME] = _Claims(bound, delayed, volumes)
         return True
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
@@ -209,18 +219,18 @@ def _find_volumes(claims: _Claims, node: NodeInfo, snap: Snapshot) -> tuple[bool
     """FindPodVolumes for the unbound claims: (satisfied, what binding them here takes)."""
     to_match, plan = [], Plan()
     to_provision: list[dict[str, Any]] = []
-    for pvc in claims.delayed:
+    for pvc, candidates in zip(claims.delayed, claims.volumes, strict=True):
         selected = vol.annotations(pvc).get(vol.SELECTED_NODE)
         if selected is None:
-            to_match.append(pvc)
+            to_match.append((pvc, candidates))
         elif selected != node.name:
             return False, None  # a provisioner is already at work for another node
         else:
             to_provision.append(pvc)
     satisfied = True
     chosen: set[str] = set()
-    for pvc in to_match:
-        pv = _matching_volume(pvc, claims.pvs_by_class[vol.claim_class(pvc)], node, chosen)
+    for pvc, candidates in to_match:
+        pv = _matching_volume(candidates, node, chosen)
         if pv is None:
             satisfied = False
             to_provision.append(pvc)
@@ -234,10 +244,8 @@ def _find_volumes(claims: _Claims, node: NodeInfo, snap: Snapshot) -> tuple[bool
     return satisfied, plan if satisfied else None
 
 
-def _matching_volume(
-    pvc: dict[str, Any], pvs: list[dict[str, Any]], node: NodeInfo, chosen: set[str]
-) -> dict[str, Any] | None:
-    """component-helpers' FindMatchingVolume on the scheduler's path (a node given)."""
+def _candidates(pvc: dict[str, Any], pvs: list[dict[str, Any]]) -> _Candidates:
+    """component-helpers' FindMatchingVolume (scheduler path) up to the node affinity."""
     claim_spec, claim_meta = vol.spec(pvc), vol.meta(pvc)
     wanted = _requested(pvc)
     wanted_class = vol.claim_class(pvc)
@@ -246,14 +254,11 @@ def _matching_volume(
     modes = set(claim_spec.get("accessModes") or ())
     raw_selector = claim_spec.get("selector")
     selector = LabelSelector.parse(raw_selector) if raw_selector is not None else None
-    best, best_size = None, Decimal(0)
+    pre_bound, available = [], []
     for pv in pvs:
         pv_spec, pv_meta = vol.spec(pv), vol.meta(pv)
-        if pv_meta.get("name") in chosen:
-            continue
         ref = pv_spec.get("claimRef")
-        pre_bound = ref is not None and _bound_to(ref, claim_meta)
-        if ref is not None and not pre_bound:
+        if ref is not None and not _bound_to(ref, claim_meta):
             continue
         size = _storage(pv_spec.get("capacity"))
         if size < wanted:
@@ -264,20 +269,35 @@ def _matching_volume(
             continue
         if pv_meta.get("deletionTimestamp"):
             continue
-        fits_node = vol.node_affinity_matches(pv, node.labels)
-        if pre_bound:
-            return pv if fits_node else None
+        if ref is not None:
+            pre_bound.append(pv)
+            continue
         if (pv.get("status") or {}).get("phase") != "Available":
             continue
         if selector is not None and not selector.matches(pv_meta.get("labels") or {}):
             continue
-        if vol.volume_class(pv) != wanted_class or not fits_node:
+        if vol.volume_class(pv) != wanted_class:
             continue
         if not modes <= set(pv_spec.get("accessModes") or ()):
             continue
-        if best is None or size < best_size:
-            best, best_size = pv, size
-    return best
+        available.append((size, pv))
+    # Stable: among equal sizes the first listed wins, as upstream's strict comparison does.
+    available.sort(key=lambda pair: pair[0])
+    return _Candidates(pre_bound, [pv for _, pv in available])
+
+
+def _matching_volume(
+    candidates: _Candidates, node: NodeInfo, chosen: set[str]
+) -> dict[str, Any] | None:
+    """The PV FindMatchingVolume picks on `node`: a PV pre-bound to the claim decides alone
+    (None when the node does not suit it), else the smallest available one the node suits."""
+    for pv in candidates.pre_bound:
+        if vol.meta(pv).get("name") not in chosen:
+            return pv if vol.node_affinity_matches(pv, node.labels) else None
+    for pv in candidates.available:
+        if vol.meta(pv).get("name") not in chosen and vol.node_affinity_matches(pv, node.labels):
+            return pv
+    return None
 
 
 def _bound_to(ref: dict[str, Any], claim_meta: dict[str, Any]) -> bool:

@@ -203,7 +203,7 @@ def test_binding_bound_pv_node_affinity_pins_the_zone():
     )
     ok, why = feasible(volume_binding.Plugin(), claim_pod("p", "data"), snap)
     assert ok == ["nz2"]
-    assert why["nz1"] == ("node(s) had volume node affinity conflict",)
+    assert why["nz1"] == ("node(s) didn't match PersistentVolume's node affinity",)
 
 
 def test_binding_bound_claim_whose_pv_is_gone():
@@ -274,6 +274,18 @@ def test_binding_matching_prefers_the_smallest_fitting_pv_and_checks_modes_and_s
     plan = pod.memo[volume_binding.NAME]["n1"]
     assert [v["metadata"]["name"] for v, _ in plan.static] == ["fits"]
     assert plan.provisions == []
+
+
+def test_binding_a_pv_prebound_to_the_claim_decides_alone():
+    # upstream: a PV whose claimRef names the claim wins, or the node fails, whatever else fits
+    snap = cluster(
+        zoned_nodes(),
+        (STORAGE_CLASSES, storage_class("local", provisioner="kubernetes.io/no-provisioner")),
+        (PVCS, pvc("data", sc="local")),
+        (PVS, pv("mine", sc="local", zones=["z1"], claim="data", phase="Pending")),
+        (PVS, pv("spare", sc="local", zones=["z2"])),
+    )
+    assert feasible(volume_binding.Plugin(), claim_pod("p", "data"), snap)[0] == ["nz1"]
 
 
 def test_binding_claim_with_a_selected_node_stays_there():
