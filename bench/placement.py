@@ -1,0 +1,545 @@
+"""`make bench-placement`: where pods land and how hot nodes get, Ballast vs Trimaran vs default.
+
+Per scenario and seed one fresh stack: the sandbox (etcd, kube-apiserver, kwok), the closed-loop
+simulator, Prometheus, Redis and Ballast's watcher. The contenders run at the same time, each on
+its own pool of identical nodes (same sizes, same seeded background load, pods pinned to the pool
+by a nodeSelector), each pool getting the same pods in the same order, created interleaved, so
+every scheduler sees the same cluster at the same moment on this shared machine. Within a pool
+exactly one scheduler places pods; what the pools share is the real apiserver, Prometheus and
+watcher, as schedulers in one cluster would. A run per contender in a stack of its own would
+take five times as long (about 3.5 hours for the full matrix on 2 cores).
+
+Contenders: Ballast with each score family in its default configuration (TargetLoadPacking,
+LoadVariationRiskBalancing), upstream Trimaran (scheduler-plugins, the same two plugins,
+`watcherAddress` = Ballast's /watcher, profiles as in their READMEs) and upstream kube-scheduler
+with its default profile. Measures come from the simulator's true demand (its seeded functions,
+unclamped), never from what a scheduler saw: see `measure`. Results: bench/results/placement.json
+(`--quick`: placement-quick.json) and one PNG per scenario (bench.placement_plots).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from bench.scheduler import BindTracker, PodMaker
+from sandbox import processes
+from sandbox.controlplane import ControlPlane, Ports
+from sandbox.demo_stack import Stack
+from sandbox.exporter import SyntheticExporter
+from sandbox.kube_scheduler import start_kube_scheduler
+from sandbox.namespaces import ensure_namespace
+from sandbox.nodes import NodeSpec
+from sandbox.simulator import NodeCapacity, PodUse, Simulator, SimulatorConfig, node_loads
+from sandbox.trimaran import (
+    LOAD_VARIATION_RISK_BALANCING,
+    TARGET_LOAD_PACKING,
+    missing_metrics_lines,
+    start_trimaran,
+)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAMESPACE = "placement"
+POOL_LABEL = "ballast.dev/bench-pool"
+TARGET = 40  # TargetLoadPacking's default target: "target + 10" is judged against it
+NODES_PER_POOL = 50
+SEEDS = (1, 2, 3, 4, 5)
+REQUESTS_M = (200, 400, 600)
+FACTOR = (0.3, 1.6)  # use / request, drawn per pod
+BACKGROUND = (5.0, 55.0)
+HOT_BACKGROUND = (70.0, 85.0)
+RAMP_SECONDS = 10.0
+BIND_DEADLINE = 90.0  # after the last wave; pods still pending then count as pending
+WATCHER_ENV = {
+    "BALLAST_POLL_INTERVAL": "2",
+    "BALLAST_POLL_JITTER": "0",
+    "BALLAST_RATE_RANGE": "15s",
+}
+CREATE_THREADS = 16
+T = 10.0
+
+# name -> (schedulerName, how it is started); order = order in tables and plots.
+CONTENDERS = {
+    "ballast-tlp": "Ballast TargetLoadPacking",
+    "ballast-lvrb": "Ballast LoadVariationRiskBalancing",
+    "trimaran-tlp": "Trimaran TargetLoadPacking",
+    "trimaran-lvrb": "Trimaran LoadVariationRiskBalancing",
+    "kube-scheduler": "kube-scheduler default",
+}
+COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    about: str
+    waves: int = 4
+    per_wave: int = 50
+    gap: float = 20.0
+    node_cpus: tuple[int, ...] = (4,)
+    hot_fraction: float = 0.0
+    misleading: bool = False
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("steady", "4 waves of 50 pods, 20 s apart, 4-CPU nodes"),
+        Scenario("burst", "200 pods at once", waves=1, per_wave=200),
+        Scenario("heterogeneous", "steady waves on nodes of 2/4/8/16 CPUs",
+                 node_cpus=(2, 4, 8, 16)),
+        Scenario("misleading", "steady waves; half the pods use 3x their request, half 0.2x",
+                 misleading=True),
+        Scenario("hot-nodes", "steady waves; 20 % of nodes start at 70-85 % CPU", hot_fraction=0.2),
+    )
+}  # fmt: skip
+QUICK_SCENARIOS = ("steady", "burst")
+
+
+# -- the plan: nodes and pods, a pure function of scenario and seed -----------------------------
+@dataclass(frozen=True)
+class NodePlan:
+    cpu: int
+    background_cpu: float
+    background_memory: float
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    cpu_m: int
+    factor: float
+
+
+def plan(scenario: Scenario, seed: int, nodes: int) -> tuple[list[NodePlan], list[PodPlan]]:
+    """The same nodes and pods for every pool: sizes, background, requests, use factors."""
+    rng = random.Random(f"placement:{scenario.name}:{seed}")
+    hot = set(rng.sample(range(nodes), round(scenario.hot_fraction * nodes)))
+    node_plans = []
+    for i in range(nodes):
+        cpu_range = HOT_BACKGROUND if i in hot else BACKGROUND
+        node_plans.append(
+            NodePlan(
+                scenario.node_cpus[i % len(scenario.node_cpus)],
+                rng.uniform(*cpu_range),
+                rng.uniform(10.0, 30.0),
+            )
+        )
+    count = scenario.waves * scenario.per_wave
+    heavy = set(rng.sample(range(count), count // 2)) if scenario.misleading else set()
+    pod_plans = []
+    for j in range(count):
+        if scenario.misleading:
+            factor = 3.0 if j in heavy else 0.2
+        else:
+            factor = rng.uniform(*FACTOR)
+        pod_plans.append(PodPlan(REQUESTS_M[j % len(REQUESTS_M)], factor))
+    return node_plans, pod_plans
+
+
+def node_name(contender: str, i: int) -> str:
+    return f"{contender}-{i:02d}"
+
+
+def pod_name(contender: str, j: int) -> str:
+    return f"{contender}-p{j:03d}"
+
+
+def simulator_config(seed: int, nodes: list[NodePlan], pods: list[PodPlan]) -> SimulatorConfig:
+    """Background and factors fixed per index, so pool A's node 7 is pool B's node 7."""
+    background, factors = {}, {}
+    for c in CONTENDERS:
+        for i, n in enumerate(nodes):
+            background[node_name(c, i)] = (n.background_cpu, n.background_memory)
+        for j, p in enumerate(pods):
+            factors[f"{NAMESPACE}/{pod_name(c, j)}"] = p.factor
+    return SimulatorConfig(
+        seed=seed, ramp_seconds=RAMP_SECONDS, background=background, pod_factors=factors
+    )
+
+
+# -- measures: pure functions of the placement and the simulator's config -----------------------
+def true_cpu(
+    contender: str,
+    nodes: list[NodePlan],
+    pods: list[PodPlan],
+    placed: dict[str, tuple[str, float]],
+    config: SimulatorConfig,
+    at: float,
+) -> list[float]:
+    """CPU % of the pool's nodes at wall time `at`, as the simulator computes it, unclamped.
+    `placed`: pod name -> (node, wall time it was bound)."""
+    caps = {
+        node_name(contender, i): NodeCapacity(n.cpu * 1000, n.cpu * 4 * 1024**3)
+        for i, n in enumerate(nodes)
+    }
+    uses = []
+    for j, p in enumerate(pods):
+        name = pod_name(contender, j)
+        if name in placed:
+            node, started = placed[name]
+            uses.append(PodUse(f"{NAMESPACE}/{name}", node, p.cpu_m, 256 * 1024**2, started))
+    loads = node_loads(caps, uses, at, config, clamp=False)
+    return [loads[node_name(contender, i)][0] for i in range(len(nodes))]
+
+
+def measure(cpu: list[float], placed: dict[str, tuple[str, float]], pods: int) -> dict[str, Any]:
+    """The final state of one pool: how hot, how packed, how much is left pending."""
+    per_node: dict[str, int] = {}
+    for node, _ in placed.values():
+        per_node[node] = per_node.get(node, 0) + 1
+    ordered = sorted(cpu)
+    return {
+        "nodes_over_100": sum(c > 100 for c in cpu),
+        "nodes_over_90": sum(c > 90 for c in cpu),
+        "nodes_over_target_10": sum(c > TARGET + 10 for c in cpu),
+        "max_cpu": round(max(cpu), 1),
+        "p90_cpu": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1),
+        "mean_cpu": round(statistics.fmean(cpu), 1),
+        "std_cpu": round(statistics.pstdev(cpu), 1),
+        "nodes_used": len(per_node),
+        "pods_per_node_max": max(per_node.values(), default=0),
+        "pending": pods - len(placed),
+    }
+
+
+MEASURES = (
+    "nodes_over_100",
+    "nodes_over_90",
+    "nodes_over_target_10",
+    "max_cpu",
+    "p90_cpu",
+    "mean_cpu",
+    "std_cpu",
+    "nodes_used",
+    "pods_per_node_max",
+    "pending",
+    "bind_seconds",
+)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """scenario -> contender -> measure -> median, min, max over the seeds."""
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for run in runs:
+        for c, result in run["contenders"].items():
+            slot = out.setdefault(run["scenario"], {}).setdefault(c, {})
+            for m in MEASURES:
+                if result.get(m) is not None:
+                    slot.setdefault(m, []).append(result[m])  # type: ignore[arg-type]
+    for per_c in out.values():
+        for c, values in per_c.items():
+            per_c[c] = {
+                m: {"median": statistics.median(v), "min": min(v), "max": max(v)}
+                for m, v in values.items()
+            }
+    return out
+
+
+def goals(summary: dict[str, Any]) -> dict[str, dict[str, bool | None]]:
+    """Issue 10's goals per scenario, on medians; None when a contender has no value."""
+    out: dict[str, dict[str, bool | None]] = {}
+    for scenario, per_c in summary.items():
+
+        def med(c: str, m: str, per_c: dict = per_c) -> float | None:
+            return (per_c.get(c, {}).get(m) or {}).get("median")
+
+        result: dict[str, bool | None] = {}
+        for ours, theirs in COUNTERPART.items():
+            result[f"{ours}: 0 nodes over 100 %"] = _cmp(med(ours, "nodes_over_100"), 0, "==")
+            result[f"{ours}: fewer nodes over target + 10 than {theirs}"] = _cmp(
+                med(ours, "nodes_over_target_10"), med(theirs, "nodes_over_target_10"), "<"
+            )
+            result[f"{ours}: lower max than {theirs}"] = _cmp(
+                med(ours, "max_cpu"), med(theirs, "max_cpu"), "<"
+            )
+            result[f"{ours}: no more pending than kube-scheduler"] = _cmp(
+                med(ours, "pending"), med("kube-scheduler", "pending"), "<="
+            )
+            limit = med("kube-scheduler", "bind_seconds")
+            result[f"{ours}: all bound within kube-scheduler + 10 %"] = _cmp(
+                med(ours, "bind_seconds"), None if limit is None else 1.1 * limit, "<="
+            )
+        out[scenario] = result
+    return out
+
+
+def _cmp(a: float | None, b: float | None, op: str) -> bool | None:
+    if a is None or b is None:
+        return None
+    return {"==": a == b, "<": a < b, "<=": a <= b}[op]
+
+
+# -- one run: a fresh stack, all contenders, the same pods -------------------------------------
+def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
+    profile: dict[str, Any] = {"schedulerName": contender}
+    if contender == "ballast-lvrb":
+        profile["plugins"] = {
+            "score": {
+                "enabled": [{"name": LOAD_VARIATION_RISK_BALANCING}],
+                "disabled": [{"name": TARGET_LOAD_PACKING}],
+            }
+        }
+    return {
+        "watcherAddress": watcher_url,
+        "leaderElection": {"leaderElect": False},
+        "profiles": [profile],
+    }
+
+
+def _start_ballast(plane: ControlPlane, contender: str, watcher_url: str, work: Path) -> None:
+    cfg = work / f"{contender}.yaml"
+    cfg.write_text(yaml.safe_dump(_ballast_config(contender, watcher_url), sort_keys=False))
+    port = processes.free_port()
+    argv = [str(Path(sys.executable).with_name("ballast")), "scheduler", "--config", str(cfg)]
+    argv += ["--kubeconfig", str(plane.kubeconfig), "--metrics-listen", f"127.0.0.1:{port}"]
+    argv += ["--log-level", "WARNING"]
+    plane.spawn(contender, argv)
+
+    def has_load_data() -> bool:
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+        for line in text.splitlines():
+            if line.startswith("ballast_scheduler_watcher_snapshot_age_seconds "):
+                return float(line.split()[1]) >= 0
+        return False
+
+    # Pods submitted before its first snapshot would be placed from allocation alone.
+    plane.wait_until(contender, has_load_data, 60)
+
+
+def scheduler_name(contender: str) -> str:
+    return "default-scheduler" if contender == "kube-scheduler" else contender
+
+
+def start_contender(plane: ControlPlane, contender: str, watcher_url: str, work: Path) -> None:
+    if contender.startswith("ballast-"):
+        _start_ballast(plane, contender, watcher_url, work)
+    elif contender.startswith("trimaran-"):
+        plugin = TARGET_LOAD_PACKING if contender.endswith("tlp") else LOAD_VARIATION_RISK_BALANCING
+        start_trimaran(plane, watcher_url, plugin, scheduler_name=contender, name=contender)
+    else:
+        start_kube_scheduler(plane, name=contender)
+
+
+def pod_body(contender: str, j: int, p: PodPlan) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod_name(contender, j), "labels": {POOL_LABEL: contender}},
+        "spec": {
+            "schedulerName": scheduler_name(contender),
+            "nodeSelector": {POOL_LABEL: contender},
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "example.invalid/app:1",
+                    "resources": {"requests": {"cpu": f"{p.cpu_m}m", "memory": "256Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def run_one(
+    scenario: Scenario, seed: int, contenders: list[str], nodes: int, say=print
+) -> dict[str, Any]:
+    node_plans, pod_plans = plan(scenario, seed, nodes)
+    config = simulator_config(seed, node_plans, pod_plans)
+    specs = [
+        NodeSpec(node_name(c, i), cpu=str(n.cpu), memory=f"{4 * n.cpu}Gi", labels={POOL_LABEL: c})
+        for c in contenders
+        for i, n in enumerate(node_plans)
+    ]
+    work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-{scenario.name}-{seed}-"))
+    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
+    stack = Stack(work / "services")
+    exporter = simulator = api = None
+    try:
+        started = time.monotonic()
+        plane.start(specs)
+        api = plane.api_client()
+        ensure_namespace(api, NAMESPACE)
+        exporter = SyntheticExporter().start()
+        simulator = Simulator(api, exporter, config).start()
+        if not simulator.wait_synced(60):
+            raise TimeoutError("the simulator could not list nodes and pods")
+        redis_url = stack.start_redis()
+        prom = stack.start_prometheus(exporter.target)
+        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
+        watcher_url = stack.start_watcher(prom, redis_url, env)
+        _wait_watcher(watcher_url, [s.name for s in specs])
+        for c in contenders:
+            start_contender(plane, c, watcher_url, work)
+        say(f"  stack and {len(contenders)} schedulers up in {time.monotonic() - started:.0f} s")
+
+        tracker = BindTracker(api, NAMESPACE)
+        tracker.start()
+        wall_offset = time.time() - time.monotonic()
+        maker = PodMaker(plane)
+        first = time.monotonic()
+        for w in range(scenario.waves):
+            _sleep_until(first + w * scenario.gap)
+            js = range(w * scenario.per_wave, (w + 1) * scenario.per_wave)
+            bodies = [pod_body(c, j, pod_plans[j]) for j in js for c in contenders]
+            with ThreadPoolExecutor(CREATE_THREADS) as pool:
+                list(pool.map(lambda b: maker.create(NAMESPACE, b), bodies))
+        last_wave = first + (scenario.waves - 1) * scenario.gap
+        total = len(pod_plans) * len(contenders)
+        deadline = last_wave + BIND_DEADLINE
+        while len(tracker.bound) < total and time.monotonic() < deadline:
+            time.sleep(0.2)
+        last_bind = max(tracker.bound.values(), default=first)
+        # Every pod at full use: the final state is judged after the ramp.
+        _sleep_until(max(last_bind, last_wave) + RAMP_SECONDS + 1.0)
+        final_at = time.time()
+        tracker.stop()
+        placed_all = _placements(plane, tracker, wall_offset)
+
+        results: dict[str, Any] = {}
+        for c in contenders:
+            placed = {n: v for n, v in placed_all.items() if n.startswith(f"{c}-p")}
+            cpu = true_cpu(c, node_plans, pod_plans, placed, config, final_at)
+            result = measure(cpu, placed, len(pod_plans))
+            binds = [tracker.bound[n] for n in placed if n in tracker.bound]
+            done = result["pending"] == 0 and binds
+            result["bind_seconds"] = round(max(binds) - first, 2) if done else None
+            result["final_cpu"] = [round(x, 1) for x in cpu]
+            t0 = first + wall_offset
+            seconds = int(final_at - t0) + 1
+            result["max_cpu_over_time"] = [
+                round(max(true_cpu(c, node_plans, pod_plans, placed, config, t0 + s)), 1)
+                for s in range(seconds)
+            ]
+            if c.startswith("trimaran-"):
+                result["missing_metrics_log_lines"] = len(missing_metrics_lines(plane, c))
+            results[c] = result
+        return {"scenario": scenario.name, "seed": seed, "contenders": results}
+    finally:
+        stack.stop()
+        if simulator is not None:
+            simulator.stop(timeout=2.0)
+        if exporter is not None:
+            exporter.stop()
+        if api is not None:
+            api.close()
+        plane.stop()
+
+
+def _placements(
+    plane: ControlPlane, tracker: BindTracker, wall_offset: float
+) -> dict[str, tuple[str, float]]:
+    """pod -> (node, wall time bound), from one list: the watch's times, the list's nodes."""
+    with plane.session() as s:
+        url = f"{plane.base_url}/api/v1/namespaces/{NAMESPACE}/pods"
+        items = s.get(url, timeout=T).json()["items"]
+    out = {}
+    for pod in items:
+        name, node = pod["metadata"]["name"], pod["spec"].get("nodeName")
+        if node:
+            out[name] = (node, tracker.bound.get(name, time.monotonic()) + wall_offset)
+    return out
+
+
+def _wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            doc = requests.get(f"{url}/api/v1/nodes", timeout=5).json()["nodes"]
+            if all("cpu" in (doc.get(n) or {}).get("metrics", {}) for n in nodes):
+                return
+        except (requests.RequestException, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"the watcher did not report all {len(nodes)} nodes in {timeout:.0f} s")
+
+
+def _sleep_until(moment: float) -> None:
+    delay = moment - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+# -- the command --------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.placement", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one seed, two scenarios")
+    parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(SEEDS)})")
+    parser.add_argument("--nodes", type=int, default=NODES_PER_POOL, help="nodes per pool")
+    parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
+    args = parser.parse_args(argv)
+    names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
+    seeds = list(SEEDS)
+    if args.quick:
+        names = args.scenarios.split(",") if args.scenarios else list(QUICK_SCENARIOS)
+        seeds = seeds[:1]
+    if args.seeds:
+        seeds = list(range(1, args.seeds + 1))
+    out = args.out or RESULTS / ("placement-quick.json" if args.quick else "placement.json")
+    contenders = list(CONTENDERS)
+    started = time.monotonic()
+    runs = []
+    for name in names:
+        for seed in seeds:
+            print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
+            run = run_one(SCENARIOS[name], seed, contenders, args.nodes, say=_say)
+            runs.append(run)
+            for c, r in run["contenders"].items():
+                print(
+                    f"    {c:<15} >100%: {r['nodes_over_100']:>2}  >90%: {r['nodes_over_90']:>2}"
+                    f"  >{TARGET + 10}%: {r['nodes_over_target_10']:>2}  max {r['max_cpu']:5.1f}"
+                    f"  std {r['std_cpu']:4.1f}  pods/node max {r['pods_per_node_max']:>2}"
+                    f"  pending {r['pending']:>3}  bound in {r['bind_seconds']} s",
+                    flush=True,
+                )
+    summary = summarize(runs)
+    doc = {
+        "about": __doc__.split("\n\n")[0],
+        "quick": args.quick,
+        "seconds": round(time.monotonic() - started),
+        "cpus": os.cpu_count(),
+        "setup": {
+            "nodes_per_pool": args.nodes,
+            "seeds": seeds,
+            "target": TARGET,
+            "requests_m": REQUESTS_M,
+            "factor": FACTOR,
+            "background_cpu": BACKGROUND,
+            "hot_background_cpu": HOT_BACKGROUND,
+            "ramp_seconds": RAMP_SECONDS,
+            "watcher": WATCHER_ENV,
+            "scenarios": {n: SCENARIOS[n].about for n in names},
+            "contenders": {c: CONTENDERS[c] for c in contenders},
+        },
+        "summary": summary,
+        "goals": goals(summary),
+        "runs": runs,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"results: {out} ({doc['seconds']} s)")
+    from bench.placement_plots import plot_all
+
+    for path in plot_all(doc, out.parent, prefix=out.stem):
+        print(f"plot: {path}")
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

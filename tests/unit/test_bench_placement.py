@@ -1,0 +1,100 @@
+"""The placement benchmark's pure parts: the plan, the true demand, the measures and goals."""
+
+from __future__ import annotations
+
+from bench import placement as pl
+from sandbox.simulator import SimulatorConfig, pod_factor
+
+
+def test_the_plan_is_the_same_for_the_same_seed_and_differs_across_seeds():
+    steady = pl.SCENARIOS["steady"]
+    assert pl.plan(steady, 1, 50) == pl.plan(steady, 1, 50)
+    assert pl.plan(steady, 1, 50) != pl.plan(steady, 2, 50)
+    nodes, pods = pl.plan(steady, 1, 50)
+    assert len(pods) == 200 and {p.cpu_m for p in pods} == set(pl.REQUESTS_M)
+    assert all(pl.BACKGROUND[0] <= n.background_cpu <= pl.BACKGROUND[1] for n in nodes)
+
+
+def test_scenarios_shape_the_plan():
+    nodes, _ = pl.plan(pl.SCENARIOS["hot-nodes"], 3, 50)
+    assert sum(n.background_cpu >= pl.HOT_BACKGROUND[0] for n in nodes) == 10
+    nodes, _ = pl.plan(pl.SCENARIOS["heterogeneous"], 3, 8)
+    assert [n.cpu for n in nodes] == [2, 4, 8, 16, 2, 4, 8, 16]
+    _, pods = pl.plan(pl.SCENARIOS["misleading"], 3, 50)
+    assert sorted({p.factor for p in pods}) == [0.2, 3.0]
+    assert sum(p.factor == 3.0 for p in pods) == len(pods) // 2
+    _, pods = pl.plan(pl.SCENARIOS["burst"], 3, 50)
+    assert len(pods) == 200
+
+
+def test_every_pool_gets_the_same_background_and_factors():
+    nodes, pods = pl.plan(pl.SCENARIOS["steady"], 1, 4)
+    config = pl.simulator_config(1, nodes, pods)
+    for c in pl.CONTENDERS:
+        assert config.background[pl.node_name(c, 2)][0] == nodes[2].background_cpu
+        key = f"{pl.NAMESPACE}/{pl.pod_name(c, 7)}"
+        assert pod_factor(1, key, config) == pods[7].factor
+
+
+def test_true_demand_is_unclamped_and_follows_the_ramp():
+    nodes = [pl.NodePlan(cpu=2, background_cpu=50.0, background_memory=10.0)]
+    pods = [pl.PodPlan(cpu_m=1000, factor=3.0)]
+    factors = {f"{pl.NAMESPACE}/b-p000": 3.0}
+    background = {"b-00": (50.0, 10.0)}
+    config = SimulatorConfig(
+        seed=1, ramp_seconds=10.0, wobble=0.0, background=background, pod_factors=factors
+    )
+    placed = {"b-p000": ("b-00", 100.0)}
+    assert pl.true_cpu("b", nodes, pods, placed, config, 100.0) == [50.0]
+    assert pl.true_cpu("b", nodes, pods, placed, config, 105.0) == [125.0]
+    assert pl.true_cpu("b", nodes, pods, placed, config, 200.0) == [200.0]
+
+
+def test_measure_counts_hot_nodes_packing_and_pending():
+    cpu = [120.0, 95.0, 55.0, 30.0]
+    placed = {"p0": ("n0", 0.0), "p1": ("n0", 0.0), "p2": ("n1", 0.0)}
+    m = pl.measure(cpu, placed, pods=5)
+    assert m["nodes_over_100"] == 1 and m["nodes_over_90"] == 2
+    assert m["nodes_over_target_10"] == 3
+    assert m["max_cpu"] == 120.0 and m["mean_cpu"] == 75.0
+    assert m["nodes_used"] == 2 and m["pods_per_node_max"] == 2 and m["pending"] == 2
+
+
+def _run(scenario, seed, **per_contender):
+    return {"scenario": scenario, "seed": seed, "contenders": per_contender}
+
+
+def test_summary_and_goals_use_medians():
+    def result(over100, over50, top, pending=0, seconds=10.0):
+        return {
+            "nodes_over_100": over100,
+            "nodes_over_target_10": over50,
+            "max_cpu": top,
+            "pending": pending,
+            "bind_seconds": seconds,
+        }
+
+    runs = [
+        _run(
+            "s",
+            seed,
+            **{
+                "ballast-tlp": result(0, 2, 80.0 + seed),
+                "trimaran-tlp": result(seed - 1, 5, 110.0),
+                "ballast-lvrb": result(1, 9, 120.0, seconds=12.0),
+                "trimaran-lvrb": result(0, 3, 90.0),
+                "kube-scheduler": result(0, 4, 95.0),
+            },
+        )
+        for seed in (1, 2, 3)
+    ]
+    summary = pl.summarize(runs)
+    assert summary["s"]["ballast-tlp"]["max_cpu"] == {"median": 82.0, "min": 81.0, "max": 83.0}
+    assert summary["s"]["trimaran-tlp"]["nodes_over_100"]["median"] == 1
+    met = pl.goals(summary)["s"]
+    assert met["ballast-tlp: 0 nodes over 100 %"] is True
+    assert met["ballast-tlp: lower max than trimaran-tlp"] is True
+    assert met["ballast-lvrb: 0 nodes over 100 %"] is False
+    assert met["ballast-lvrb: fewer nodes over target + 10 than trimaran-lvrb"] is False
+    assert met["ballast-lvrb: all bound within kube-scheduler + 10 %"] is False
+    assert met["ballast-tlp: no more pending than kube-scheduler"] is True
