@@ -69,7 +69,13 @@ class Plugin:
             return Status.success()
         attached: dict[str, str] = {}
         for other in node.pods.values():
-            self._attachable(other, snap, attached, new=False)
+            # Most placed pods have no claim: skip them without a call (this loop runs for
+            # every node with a limit, for every pod with a claim).
+            found = other.memo.get(vol.MEMO)
+            if found is None:
+                found = vol.claims(other)
+            if found:
+                self._attachable(other, snap, attached, new=False)
         used: dict[str, int] = {}
         for driver in attached.values():
             used[driver] = used.get(driver, 0) + 1

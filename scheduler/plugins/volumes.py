@@ -21,7 +21,7 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-_MEMO = "volumes"
+MEMO = "volumes"  # PodInfo.memo key of the parsed claims
 
 # How the API server words a missing object (the text upstream's listers return).
 _RESOURCE = {
@@ -42,9 +42,9 @@ class Claim:
 
 def claims(pod: PodInfo) -> tuple[Claim, ...]:
     """The pod's claim-backed volumes in spec order, parsed once per PodInfo."""
-    found = pod.memo.get(_MEMO)
+    found = pod.memo.get(MEMO)
     if found is None:
-        found = pod.memo[_MEMO] = tuple(_claims(pod))
+        found = pod.memo[MEMO] = tuple(_claims(pod))
     return found
 
 
