@@ -202,6 +202,14 @@ def _node_signature(node: NodeInfo) -> tuple[Any, ...]:
     )
 
 
+def _name_of(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "(no metadata)"
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
 def _placed_changed(known: PodInfo, meta: dict[str, Any]) -> bool:
     """Whether a placed pod's update changes what the constraint plugins read of it."""
     was_terminating = bool((known.raw.get("metadata") or {}).get("deletionTimestamp"))
@@ -228,6 +236,7 @@ class ClusterCache:
         self._pending: set[str] = set()  # uids handed to the listener as pending
         self._signatures: dict[str, tuple[Any, ...]] = {}
         self.index = ClusterIndex()
+        self.skipped = 0  # malformed pods and nodes logged and left out
         self.preassigned = 0  # pods of ours that arrived with spec.nodeName already set
         self.gated = 0  # pending pods of ours held back by schedulingGates, as last seen
         self._gated: set[str] = set()
@@ -323,6 +332,7 @@ class ClusterCache:
                 "relists": self.node_reflector.relists + self.pod_reflector.relists,
                 "gated_pods": self.gated,
                 "preassigned_pods": self.preassigned,
+                "skipped_objects": self.skipped,
                 "reconnects": self.node_reflector.reconnects + self.pod_reflector.reconnects,
             }
 
@@ -349,7 +359,13 @@ class ClusterCache:
             self._listener.cluster_changed()
 
     def _upsert_node(self, obj: dict[str, Any]) -> bool:
-        fresh = resources.node_info(obj)
+        try:
+            fresh = resources.node_info(obj)
+        except ValueError as exc:
+            # One bad node must not fail the watch (it would re-list and fail again).
+            self.skipped += 1
+            log.warning("node %s ignored: %s", _name_of(obj), exc)
+            return False
         old = self.nodes.get(fresh.name)
         if old is not None:
             fresh.take_pods_from(old)
@@ -486,8 +502,8 @@ class ClusterCache:
         try:
             return resources.pod_info(obj)
         except ValueError as exc:
-            meta = obj.get("metadata") or {}
-            log.warning("pod %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), exc)
+            self.skipped += 1
+            log.warning("pod %s ignored: %s", _name_of(obj), exc)
             return None
 
     def _ungate(self, uid: str) -> None:

@@ -118,7 +118,15 @@ def host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
 
 
 def pod_info(pod: dict[str, Any]) -> PodInfo:
-    """Parse a pod once; raises QuantityError on a malformed resource quantity."""
+    """Parse a pod once; raises ValueError (QuantityError for a quantity) naming what is wrong
+    when a field is malformed, whatever its JSON type."""
+    try:
+        return _pod_info(pod)
+    except (TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"malformed pod ({type(exc).__name__}: {exc})") from exc
+
+
+def _pod_info(pod: dict[str, Any]) -> PodInfo:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     nonzero = effective(spec, "requests", nonzero=True)
@@ -162,7 +170,15 @@ def _is_ready(status: dict[str, Any], taints: list[dict[str, Any]]) -> bool:
 
 
 def node_info(node: dict[str, Any]) -> NodeInfo:
-    """Parse a node (no pods yet); allocatable falls back to capacity when absent."""
+    """Parse a node (no pods yet); allocatable falls back to capacity when absent. Raises
+    ValueError when a field is malformed, whatever its JSON type."""
+    try:
+        return _node_info(node)
+    except (TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"malformed node ({type(exc).__name__}: {exc})") from exc
+
+
+def _node_info(node: dict[str, Any]) -> NodeInfo:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}

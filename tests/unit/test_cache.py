@@ -141,3 +141,38 @@ def test_relist_keeps_fresh_assumptions_and_drops_stale_ones(cache):
     cache._replace_pods([])  # neither pod is in the new list
     assert set(cache.nodes["n1"].pods) == {fresh.uid}
     assert cache.is_assumed(fresh.uid) and not cache.is_assumed(stale.uid)
+
+
+def test_malformed_node_and_pod_are_skipped_and_counted(cache):
+    bad_node = node("n3")
+    bad_node["spec"] = {"taints": "not-a-list"}
+    cache._replace_nodes([node("n1"), bad_node, node("n4")])
+    assert sorted(cache.nodes) == ["n1", "n4"]
+    bad_pod = pod("bad")
+    bad_pod["spec"]["containers"] = "x"
+    cache._pod_event("ADDED", bad_pod)
+    cache._pod_event("ADDED", pod("good"))
+    assert cache.rec.pending == ["good"]
+    assert cache.stats()["skipped_objects"] == 2
+
+
+def test_gated_pod_waits_until_its_gate_is_removed(cache):
+    gated = pod("g")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+    cache._pod_event("ADDED", gated)
+    assert cache.rec.pending == [] and cache.stats()["gated_pods"] == 1
+    cache._pod_event("MODIFIED", pod("g"))
+    assert cache.rec.pending == ["g"] and cache.stats()["gated_pods"] == 0
+
+
+def test_relabelled_bound_pod_updates_the_index(cache):
+    first = pod("a", "n1")
+    first["metadata"]["labels"] = {"app": "x"}
+    cache._pod_event("ADDED", first)
+    assert cache.index.with_label("ns", "app", "x") == {"uid-a"}
+    relabelled = pod("a", "n1")
+    relabelled["metadata"]["labels"] = {"app": "y"}
+    cache._pod_event("MODIFIED", relabelled)
+    assert cache.index.with_label("ns", "app", "x") == frozenset()
+    assert cache.index.with_label("ns", "app", "y") == {"uid-a"}
+    assert cache.nodes["n1"].requested["cpu"] == 500  # counted once
