@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-placement clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement clean
 
 all: test
 
@@ -53,9 +53,15 @@ demo-up: sandbox-build
 bench-watcher: sandbox-build
 	$(PY) -m bench.watcher
 
-bench-scheduler: sandbox-build
-	$(BALLAST) sandbox build --with-kube-scheduler
+# 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
+# spread (1 round); results in bench/results/scheduler*.json.
+bench-scheduler: kube-scheduler-build
 	$(PY) -m bench.scheduler
+	$(PY) -m bench.scheduler --workload spread --rounds 1
+
+# The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
+bench-scheduler-5000: kube-scheduler-build
+	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
