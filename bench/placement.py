@@ -407,6 +407,7 @@ def run_one(
         tracker.stop()
         placed_all = _placements(plane, tracker, wall_offset)
 
+        say(f"  all pods placed and settled after {time.monotonic() - first:.0f} s")
         results: dict[str, Any] = {}
         for c in contenders:
             placed = {n: v for n, v in placed_all.items() if n.startswith(f"{c}-p")}
@@ -427,6 +428,7 @@ def run_one(
             results[c] = result
         return {"scenario": scenario.name, "seed": seed, "contenders": results}
     finally:
+        stopping = time.monotonic()
         stack.stop()
         if simulator is not None:
             simulator.stop(timeout=2.0)
@@ -435,6 +437,7 @@ def run_one(
         if api is not None:
             api.close()
         plane.stop()
+        say(f"  stack stopped in {time.monotonic() - stopping:.0f} s")
 
 
 def _placements(

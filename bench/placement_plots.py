@@ -71,7 +71,7 @@ def _plot_scenario(scenario: str, setup: dict[str, Any], runs: list[dict], path:
     right.set_ylabel("hottest node CPU %")
     seeds = len(runs)
     right.set_title(f"hottest node over time ({'median of ' if seeds > 1 else ''}{seeds} seed(s))")
-    right.legend(loc="lower right", fontsize=8)
+    right.legend(loc="upper left", fontsize=8)
     fig.suptitle(f"{scenario}: {setup['scenarios'].get(scenario, '')}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
