@@ -51,7 +51,7 @@ demo-up: sandbox-build
 	$(BALLAST) demo --keep-running
 
 bench-watcher: sandbox-build
-	$(PY) -m bench.watcher
+	$(PY) -m bench.watcher $(BENCH_ARGS)
 
 # 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
 # spread (1 round); results in bench/results/scheduler*.json.

@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import queue
+import signal
 import statistics
 import subprocess
 import sys
@@ -259,7 +260,26 @@ def _wait_http(url: str, timeout: float = 60.0) -> None:
     raise TimeoutError(f"{url} not healthy after {timeout:.0f}s")
 
 
-def start_ballast(plane: ControlPlane, work: Path) -> Contender:
+def _profiled(argv: list[str], out: Path | None) -> list[str]:
+    """`argv` run under py-spy (sampling every thread, raw collapsed stacks to `out`), whose
+    child is then the scheduler: its own CPU stays what /proc reports for it."""
+    if out is None:
+        return argv
+    spy = Path(sys.executable).with_name("py-spy")
+    return [str(spy), "record", "--nonblocking", "--format", "raw", "-o", str(out), "--", *argv]
+
+
+def _child_pid(pid: int, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise TimeoutError(f"process {pid} started no child")
+
+
+def start_ballast(plane: ControlPlane, work: Path, profile: Path | None = None) -> Contender:
     cfg = work / "ballast.yaml"
     cfg.write_text(
         yaml.safe_dump({"parallelism": THREADS, "leaderElection": {"leaderElect": False}})
@@ -268,30 +288,37 @@ def start_ballast(plane: ControlPlane, work: Path) -> Contender:
     exe = Path(sys.executable).with_name("ballast")
     proc = processes.spawn(
         "ballast-scheduler",
-        [
-            str(exe),
-            "scheduler",
-            "--config",
-            str(cfg),
-            "--kubeconfig",
-            str(plane.kubeconfig),
-            "--metrics-listen",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "WARNING",
-        ],
+        _profiled(
+            [
+                str(exe),
+                "scheduler",
+                "--config",
+                str(cfg),
+                "--kubeconfig",
+                str(plane.kubeconfig),
+                "--metrics-listen",
+                f"127.0.0.1:{port}",
+                "--log-level",
+                "WARNING",
+            ],
+            profile,
+        ),
         plane.log_dir,
         plane.pid_dir,
         None,
         True,
     )
+    pid = proc.pid if profile is None else _child_pid(proc.pid)
     _wait_http(f"http://127.0.0.1:{port}/healthz")
 
     def stop() -> None:
         _print_cycle_time(f"http://127.0.0.1:{port}/metrics")
+        if profile is not None:
+            os.kill(pid, signal.SIGTERM)  # py-spy writes its stacks when its child exits
+            proc.wait(60)
         _end(proc)
 
-    return Contender(stop, proc.pid)
+    return Contender(stop, pid)
 
 
 def _print_cycle_time(url: str) -> None:
@@ -612,6 +639,22 @@ def verdict(
     return ratios, goals
 
 
+def make_nodes(api: client.ApiClient, count: int) -> list[str]:
+    """`count` kwok nodes of 8 CPU / 32 GiB in 3 zones, created on 16 threads; their names once
+    all are Ready."""
+    specs = [
+        NodeSpec(f"bench-node-{i}", cpu="8", memory="32Gi", labels={ZONE: f"zone-{i % ZONES}"})
+        for i in range(count)
+    ]
+    t0 = time.monotonic()
+    chunks = [specs[i::THREADS] for i in range(THREADS)]
+    with ThreadPoolExecutor(THREADS) as pool:
+        names = [n for part in pool.map(lambda c: create_nodes(api, c), chunks) for n in part]
+    wait_ready(api, names, timeout=300)
+    print(f"{len(names)} nodes ready in {time.monotonic() - t0:.1f}s", flush=True)
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -636,6 +679,12 @@ def main(argv: list[str] | None = None) -> int:
         help="default bench/results/scheduler.json for plain pods on 1,000 nodes, else "
         "bench/results/scheduler-<workload>-<nodes>.json",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run Ballast under py-spy (pip install py-spy): stacks per round in "
+        "bench/results/profile-<workload>-<nodes>-r<round>.txt, split by bench.profile_split",
+    )
     args = parser.parse_args(argv)
     if args.out is None:
         plain = args.workload == "plain" and args.nodes == 1000
@@ -651,19 +700,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = plane.api_client().configuration
         cfg.connection_pool_maxsize = THREADS * 2
         api = client.ApiClient(cfg)
-        specs = [
-            NodeSpec(f"bench-node-{i}", cpu="8", memory="32Gi", labels={ZONE: f"zone-{i % ZONES}"})
-            for i in range(args.nodes)
-        ]
-        t0 = time.monotonic()
-        chunks = [specs[i::THREADS] for i in range(THREADS)]
-        with ThreadPoolExecutor(THREADS) as pool:
-            names = [n for part in pool.map(lambda c: create_nodes(api, c), chunks) for n in part]
-        wait_ready(api, names, timeout=300)
-        print(f"{len(names)} nodes ready in {time.monotonic() - t0:.1f}s", flush=True)
+        names = make_nodes(api, args.nodes)
         starters = {
             "raw-bind": ("raw-bind", lambda ns: _start_raw(api, names, ns)),
-            "ballast": ("ballast", lambda ns: start_ballast(plane, work)),
+            "ballast": ("ballast", lambda ns: start_ballast(plane, work, _profile_out(args, ns))),
             "kube-scheduler": ("default-scheduler", lambda ns: start_kube_scheduler(plane, work)),
         }
         maker = PodMaker(plane)
@@ -728,6 +768,13 @@ def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[
             f"{cpu.get('cpu_idle_ms_per_s', {}).get('median')} ms/s, "
             f"RSS peak {cpu.get('rss_peak_mb', {}).get('median')} MB"
         )
+
+
+def _profile_out(args: argparse.Namespace, namespace: str) -> Path | None:
+    if not args.profile:
+        return None
+    round_ = namespace.rsplit("-", 1)[1]
+    return RESULTS.with_name(f"profile-{args.workload}-{args.nodes}-{round_}.txt")
 
 
 def _start_raw(api: client.ApiClient, nodes: list[str], namespace: str) -> Contender:

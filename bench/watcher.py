@@ -1,6 +1,8 @@
 """`make bench-watcher`: the watcher at 5,000 synthetic nodes through a real Prometheus.
 
-One synthetic exporter (5,000 nodes x 8 CPUs), one Prometheus scraping it every 5 s, one Redis.
+`make bench-watcher BENCH_ARGS="--nodes 10000"` for issue 11's size (its own goals, results in
+bench/results/watcher-10000.json). One synthetic exporter (5,000 nodes x 8 CPUs), one
+Prometheus scraping it every 5 s, one Redis.
 After a full rate() window of samples:
 - bare PromQL: the watcher's own queries sent straight to Prometheus (as curl would), both
   side by side as the poller sends them, and one after the other;
@@ -44,6 +46,22 @@ from watcher.redis_store import RedisStore
 RESULTS = Path(__file__).resolve().parent / "results" / "watcher.json"
 PREFIX = "bench:"
 GOALS = {"poll_vs_bare": 1.5, "poll_seconds": 1.0, "watcher_p99_ms": 50.0, "host_rps": 1000.0}
+# Issue 11's goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
+# twice as long; no goal on the poll's absolute time, only against the bare PromQL.
+GOALS_10K = {"poll_vs_bare": 1.5, "watcher_p99_ms": 100.0, "host_rps": 1000.0}
+
+
+def goals(nodes: int, poll_p50: float, bare_p50: float, p99_ms: float, host_rps: float) -> dict:
+    """Each goal of the node count's set, met or not."""
+    g = GOALS_10K if nodes >= 10000 else GOALS
+    out = {
+        f"poll_cycle <= {g['poll_vs_bare']}x bare PromQL": poll_p50 <= g["poll_vs_bare"] * bare_p50
+    }
+    if "poll_seconds" in g:
+        out[f"poll_cycle <= {g['poll_seconds']:g} s"] = poll_p50 <= g["poll_seconds"]
+    out[f"GET /watcher p99 <= {g['watcher_p99_ms']:g} ms"] = p99_ms <= g["watcher_p99_ms"]
+    out[f"?host= >= {g['host_rps']:g} requests/s"] = host_rps >= g["host_rps"]
+    return out
 
 
 def pct(values: list[float], q: float) -> float:
@@ -246,12 +264,9 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
                 "GET /watcher?host=": one_node,
                 "GET /api/v1/nodes": api_nodes,
             },
-            "goals": {
-                "poll_cycle <= 1.5x bare PromQL": poll_p50 <= GOALS["poll_vs_bare"] * bare_p50,
-                "poll_cycle <= 1 s": poll_p50 <= GOALS["poll_seconds"],
-                "GET /watcher p99 <= 50 ms": all_nodes["p99_ms"] <= GOALS["watcher_p99_ms"],
-                "?host= >= 1000 requests/s": one_node["requests_per_s"] >= GOALS["host_rps"],
-            },
+            "goals": goals(
+                nodes, poll_p50, bare_p50, all_nodes["p99_ms"], one_node["requests_per_s"]
+            ),
         }
     finally:
         if watcher_proc is not None:
@@ -267,8 +282,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per load test")
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="default bench/results/watcher.json at 5,000 nodes, else watcher-<nodes>.json",
+    )
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = (
+            RESULTS if args.nodes == 5000 else RESULTS.with_name(f"watcher-{args.nodes}.json")
+        )
     result = run(args.nodes, args.cpus, args.rounds, args.duration)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")

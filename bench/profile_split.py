@@ -1,0 +1,91 @@
+"""Where a Ballast process's CPU went: py-spy's raw stacks (`bench.scheduler --profile`) split
+into the parts of the runtime.
+
+`python -m bench.profile_split bench/results/profile-plain-5000-r1.txt [--json OUT]`
+
+Each sample is one thread on the CPU (py-spy leaves idle threads out), so the shares are shares
+of the process's CPU, whichever thread spent it. A stack goes to the first part, in the order
+of PARTS, whose marker is one of its frames: a binding's outcome handler that writes an event
+counts as events, not bind; a watch event's handling counts as cache updates, the reading and
+decoding of the line around it as watch decoding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+# (part, frame markers): a frame matches when it contains the marker ("function (file").
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("imports", ("_find_and_load (",)),
+    ("events", ("scheduler/events.py",)),
+    ("metrics client", ("scheduler/metrics_client.py", "scheduler/recent.py")),
+    ("telemetry", ("prometheus_client/", "scheduler/server.py", "scheduler/httpserve.py")),
+    ("cache updates", ("_pod_event (", "_node_event (", "_object_event (", "_replace_")),
+    ("watch decoding", ("_watch (scheduler/cache.py", "_list (scheduler/cache.py")),
+    ("filter", ("_filter (scheduler/cycle.py", "_nominated_fit (", "filter (scheduler/profile")),
+    ("score", ("score (scheduler/profile.py",)),
+    ("bind", ("scheduler/binder.py",)),
+    ("cycle, other", ("scheduler/cycle.py",)),
+    ("queue and loop", ("scheduler/queue.py", "scheduler/runtime.py")),
+)
+OTHER = "other"
+
+
+def part_of(stack: str) -> str:
+    frames = stack.split(";")
+    for part, markers in PARTS:
+        if any(marker in frame for frame in frames for marker in markers):
+            return part
+    return OTHER
+
+
+def split(lines: list[str]) -> dict[str, int]:
+    """Samples per part from py-spy's raw format: `frame;frame;... count` per line."""
+    counts: Counter[str] = Counter()
+    for line in lines:
+        stack, _, count = line.rstrip("\n").rpartition(" ")
+        if stack and count.isdigit():
+            counts[part_of(stack)] += int(count)
+    return dict(counts)
+
+
+def leaves(lines: list[str], part: str, top: int = 15) -> list[tuple[str, int]]:
+    """The functions a part spends its samples in (the innermost frame of our code or
+    the library's), for reading where to cut."""
+    counts: Counter[str] = Counter()
+    for line in lines:
+        stack, _, count = line.rstrip("\n").rpartition(" ")
+        if stack and count.isdigit() and part_of(stack) == part:
+            counts[stack.split(";")[-1]] += int(count)
+    return counts.most_common(top)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stacks", type=Path)
+    parser.add_argument("--json", type=Path, default=None, help="write the split here too")
+    parser.add_argument("--leaves", action="store_true", help="top leaf frames per part")
+    args = parser.parse_args(argv)
+    lines = args.stacks.read_text().splitlines()
+    counts = split(lines)
+    total = sum(counts.values()) or 1
+    shares = {
+        part: {"samples": n, "percent": round(100 * n / total, 1)}
+        for part, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    }
+    for part, row in shares.items():
+        print(f"{part:16} {row['samples']:7} {row['percent']:5.1f} %")
+        if args.leaves:
+            for frame, n in leaves(lines, part, 8):
+                print(f"    {n:7}  {frame}")
+    if args.json:
+        args.json.write_text(json.dumps({"samples": total, "parts": shares}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
