@@ -3,11 +3,13 @@ into the parts of the runtime.
 
 `python -m bench.profile_split bench/results/profile-plain-5000-r1.txt [--json OUT]`
 
-Each sample is one thread on the CPU (py-spy leaves idle threads out), so the shares are shares
-of the process's CPU, whichever thread spent it. A stack goes to the first part, in the order
-of PARTS, whose marker is one of its frames: a binding's outcome handler that writes an event
-counts as events, not bind; a watch event's handling counts as cache updates, the reading and
-decoding of the line around it as watch decoding.
+py-spy leaves out threads it sees idle, but a thread blocked in a TLS read or a condition wait
+still shows up; samples whose innermost frame is such a wait (WAITING) are counted apart, and
+the shares are of the rest: the process's CPU, whichever thread spent it (on a loaded machine a
+thread ready to run but not running is sampled too, so read shares, not seconds). A stack goes
+to the first part, in the order of PARTS, whose marker is one of its frames: a binding's outcome
+handler that writes an event counts as events, not bind; a watch event's handling counts as
+cache updates, the reading and decoding of the line around it as watch decoding.
 """
 
 from __future__ import annotations
@@ -33,10 +35,23 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("queue and loop", ("scheduler/queue.py", "scheduler/runtime.py")),
 )
 OTHER = "other"
+WAITING = (
+    "SSLSocket.read (",
+    "SSLSocket.recv_into (",
+    "Condition.wait (",
+    "Event.wait (",
+    "select (",
+    "do_poll (",
+    "socket.accept (",
+    "_wait_for_tstate_lock (",
+)
+IDLE = "waiting"
 
 
 def part_of(stack: str) -> str:
     frames = stack.split(";")
+    if any(marker in frames[-1] for marker in WAITING):
+        return IDLE
     for part, markers in PARTS:
         if any(marker in frame for frame in frames for marker in markers):
             return part
@@ -72,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lines = args.stacks.read_text().splitlines()
     counts = split(lines)
+    waiting = counts.pop(IDLE, 0)
     total = sum(counts.values()) or 1
+    print(f"{total} samples on the CPU, {waiting} waiting (left out)")
     shares = {
         part: {"samples": n, "percent": round(100 * n / total, 1)}
         for part, n in sorted(counts.items(), key=lambda kv: -kv[1])
@@ -83,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             for frame, n in leaves(lines, part, 8):
                 print(f"    {n:7}  {frame}")
     if args.json:
-        args.json.write_text(json.dumps({"samples": total, "parts": shares}, indent=2) + "\n")
+        doc = {"samples": total, "waiting_samples": waiting, "parts": shares}
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 
