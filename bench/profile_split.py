@@ -1,7 +1,7 @@
 """Where a Ballast process's CPU went: py-spy's raw stacks (`bench.scheduler --profile`) split
 into the parts of the runtime.
 
-`python -m bench.profile_split bench/results/profile-plain-5000-r1.txt [--json OUT]`
+`python -m bench.profile_split STACKS[.gz] [--json OUT] [--leaves]`
 
 py-spy leaves out threads it sees idle, but a thread blocked in a TLS read or a condition wait
 still shows up; samples whose innermost frame is such a wait (WAITING) are counted apart, and
@@ -15,6 +15,7 @@ cache updates, the reading and decoding of the line around it as watch decoding.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections import Counter
@@ -85,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the split here too")
     parser.add_argument("--leaves", action="store_true", help="top leaf frames per part")
     args = parser.parse_args(argv)
-    lines = args.stacks.read_text().splitlines()
+    opener = gzip.open if args.stacks.suffix == ".gz" else open
+    with opener(args.stacks, "rt", errors="replace") as f:
+        lines = f.read().splitlines()
     counts = split(lines)
     waiting = counts.pop(IDLE, 0)
     total = sum(counts.values()) or 1
