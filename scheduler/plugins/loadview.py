@@ -114,6 +114,16 @@ def usage_arrays(
     without any (the whole cluster when no watcher answers) skip the per-node objects: the cost
     that matters when a cycle scores hundreds of nodes."""
     loads = snap.loads
+    if not loads:
+        # No watcher data at all: every node on the allocation fallback, in one comprehension
+        # (the same expression as below, so the same floats) instead of a loop of appends.
+        avg = [
+            100.0 * node.requested.get(resource, 0) / allocatable if allocatable > 0 else 0.0
+            for node in nodes
+            for allocatable in (node.allocatable.get(resource, 0),)
+        ]
+        _count_missing(state, [node.name for node in nodes])
+        return avg, [0.0] * len(nodes), [0.0] * len(nodes)
     avg: list[float] = []
     std: list[float] = []
     weight: list[float] = []
@@ -142,14 +152,20 @@ def usage_arrays(
         std.append(0.0)
         weight.append(0.0)
         missing.append(node.name)
-    if missing:
-        counted = state.setdefault(_COUNTED, {}).setdefault(MISSING, set())
-        before = len(counted)
-        counted.update(missing)
-        if len(counted) > before:
-            fallbacks = state.fallbacks
-            fallbacks[MISSING] = fallbacks.get(MISSING, 0) + len(counted) - before
+    _count_missing(state, missing)
     return avg, std, weight
+
+
+def _count_missing(state: CycleState, names: list[str]) -> None:
+    """note_fallback(MISSING) for many nodes at once."""
+    if not names:
+        return
+    counted = state.setdefault(_COUNTED, {}).setdefault(MISSING, set())
+    before = len(counted)
+    counted.update(names)
+    if len(counted) > before:
+        fallbacks = state.fallbacks
+        fallbacks[MISSING] = fallbacks.get(MISSING, 0) + len(counted) - before
 
 
 def trimaran_spec(f: Fields) -> str:

@@ -125,7 +125,8 @@ class Plugin:
         recent = snap.recent_cpu_m
         used, _, weight = usage_arrays(state, nodes, snap, CPU)
         capacity = [node.capacity.get(CPU, 0) for node in nodes]
-        recent_m = [recent.get(node.name, 0) for node in nodes] if recent else 0.0
+        # Without any load data every weight is 0: recent pods are in the allocation already.
+        recent_m = [recent.get(node.name, 0) for node in nodes] if recent and snap.loads else 0.0
         scores = tlp_scores(
             np.asarray(used, dtype=np.float64),
             np.asarray(capacity, dtype=np.float64),
