@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -52,9 +54,15 @@ class Ports:
 
 class ControlPlane:
     def __init__(
-        self, state_dir: Path | str, ports: Ports | None = None, die_with_parent: bool = False
+        self,
+        state_dir: Path | str,
+        ports: Ports | None = None,
+        die_with_parent: bool = False,
+        watch_cache: bool = True,
     ) -> None:
-        """`die_with_parent`: the processes end with this one (fixtures); `up` leaves them."""
+        """`die_with_parent`: the processes end with this one (fixtures); `up` leaves them.
+        `watch_cache=False` serves every watch straight from etcd, so a watch from a compacted
+        resourceVersion gets etcd's real 410 Gone (the chaos suite's expired-watch fault)."""
         self.state_dir = Path(state_dir).resolve()
         self.ports = ports or Ports.fixed()
         self.pki = Pki.at(self.state_dir / "pki")
@@ -64,6 +72,7 @@ class ControlPlane:
         self.env_file = self.state_dir / "env"
         self._procs: dict[str, subprocess.Popen] = {}
         self._die_with_parent = die_with_parent
+        self._watch_cache = watch_cache
 
     @classmethod
     def attach(cls, state_dir: Path | str) -> ControlPlane:
@@ -199,6 +208,28 @@ class ControlPlane:
             f"{name} not ready after {timeout:.0f} s; log {log}:\n" + processes.log_tail(log)
         )
 
+    def restart_apiserver(
+        self, sig: int = signal.SIGKILL, before: Callable[[], object] | None = None
+    ) -> float:
+        """Ends kube-apiserver with `sig` and starts it again with the same flags, calling
+        `before()` while it is down; returns the seconds until it answers /readyz again. etcd
+        and its data stay, so watches can resume (unless `before` compacted etcd)."""
+        started = time.monotonic()
+        for rec in processes.recorded(self.pid_dir):
+            if rec.name == "kube-apiserver" and processes.alive(rec):
+                os.killpg(rec.pid, sig)
+                processes.stop(rec, defaults.STOP_TIMEOUT)
+        if before is not None:
+            before()
+        # The port may still be held for a moment after `stop` saw the process go (its main
+        # thread exits before the others): starting at once failed with "address in use".
+        self.wait_until(
+            "etcd", lambda: processes.port_free(self.ports.apiserver), timeout=defaults.STOP_TIMEOUT
+        )
+        self.spawn("kube-apiserver", [str(build.binary("kube-apiserver")), *self._apiserver_args()])
+        self._wait_apiserver()
+        return time.monotonic() - started
+
     def _wait_etcd(self) -> None:
         url = f"http://127.0.0.1:{self.ports.etcd_client}/health"
         with requests.Session() as s:
@@ -246,7 +277,7 @@ class ControlPlane:
             "--profiling=false",
             # Its endpoints reconciler refuses a loopback address and would log every 10 s.
             "--endpoint-reconciler-type=none",
-        ]
+        ] + ([] if self._watch_cache else ["--watch-cache=false"])
 
     def _kwok_args(self) -> list[str]:
         key, value = defaults.KWOK_NODE_ANNOTATION
