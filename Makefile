@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement chaos clean
 
 all: test
 
@@ -70,6 +70,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45).
 bench-placement: trimaran-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
+
+# Faults under load: 20 pods/s, nine faults three times each (about 12 minutes); figures in
+# bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.
+chaos: sandbox-build
+	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
 clean:
 	-$(BALLAST) sandbox down
