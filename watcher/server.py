@@ -135,8 +135,12 @@ def serve(config: Config) -> int:
         # Request metrics of all workers are merged through files in this directory.
         os.mkdir(multiproc := os.path.join(rundir, "metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc
+    master = os.getpid()
     try:
         WatcherApplication(config, rundir).run()
     finally:
-        shutil.rmtree(rundir, ignore_errors=True)
+        # gunicorn's forked workers leave through this frame too when they exit: only the
+        # master may remove the folder, or a restarted worker loses its metrics files (500).
+        if os.getpid() == master:
+            shutil.rmtree(rundir, ignore_errors=True)
     return 0
