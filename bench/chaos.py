@@ -6,6 +6,8 @@ scheduler replicas with leader election. A steady stream of pods (20/s by defaul
 whole schedule while each fault is injected several times, one after the other:
 
 - kill-poller: SIGKILL of the watcher replica whose poller holds the lock;
+- stop-watcher-worker: SIGTERM to one gunicorn worker of a watcher replica (as gunicorn's own
+  worker timeout or a max-requests recycle would end it); the master starts another;
 - kill-leader: SIGKILL of the leading scheduler in the middle of a burst of pods;
 - kill-redis-keep / kill-redis-wipe: SIGKILL of Redis, restarted with its data / empty;
 - kill-prometheus: SIGKILL of Prometheus, restarted on its data after a pause;
@@ -62,6 +64,7 @@ NAMESPACE = "chaos"
 T = 5.0  # seconds per API request of the harness
 FAULTS = (
     "kill-poller",
+    "stop-watcher-worker",
     "kill-leader",
     "kill-redis-keep",
     "kill-redis-wipe",
@@ -458,6 +461,17 @@ class Chaos:
         self._kill_and_restart(ep, name, poller)
         wait_for(self._poller, timeout=60, what="a poller to take over")
 
+    def _fault_stop_watcher_worker(self, ep: Episode) -> None:
+        watcher = self.rng.choice(self.watchers)
+        assert watcher.proc is not None
+        master = watcher.proc.pid
+        before = worker_pids(master)
+        victim = self.rng.choice(sorted(before))
+        ep.killed = f"watcher-{self.watchers.index(watcher)} worker"
+        os.kill(victim, signal.SIGTERM)
+        wait_for(lambda: len(w := worker_pids(master)) == len(before) and victim not in w,
+                 timeout=30, what="gunicorn to replace the worker")  # fmt: skip
+
     def _fault_kill_leader(self, ep: Episode) -> None:
         leader = wait_for(self._leader, timeout=60, what="a leading scheduler")
         assert self.load is not None
@@ -563,6 +577,15 @@ class Chaos:
             return sum(1 for p in list_all_pods(self.api) if not p["spec"].get("nodeName"))
         except Exception:  # noqa: BLE001 - the apiserver may be slow after the run: go on
             return 1
+
+
+def worker_pids(master: int) -> set[int]:
+    """The gunicorn master's children: its workers."""
+    try:
+        children = Path(f"/proc/{master}/task/{master}/children").read_text()
+    except OSError:
+        return set()
+    return {int(pid) for pid in children.split()}
 
 
 def compact_etcd(port: int) -> int:
