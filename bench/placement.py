@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -49,6 +50,7 @@ from sandbox.trimaran import (
     TARGET_LOAD_PACKING,
     missing_metrics_lines,
     start_trimaran,
+    stop_scheduler,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -303,7 +305,9 @@ def _start_ballast(plane: ControlPlane, contender: str, watcher_url: str, work: 
     cfg = work / f"{contender}.yaml"
     cfg.write_text(yaml.safe_dump(_ballast_config(contender, watcher_url), sort_keys=False))
     port = processes.free_port()
-    argv = [str(Path(sys.executable).with_name("ballast")), "scheduler", "--config", str(cfg)]
+    # The interpreter as argv[0]: the sandbox's stop checks a recorded pid still runs argv[0],
+    # and a console script's process runs the interpreter.
+    argv = [sys.executable, "-m", "ballast.cli", "scheduler", "--config", str(cfg)]
     argv += ["--kubeconfig", str(plane.kubeconfig), "--metrics-listen", f"127.0.0.1:{port}"]
     argv += ["--log-level", "WARNING"]
     plane.spawn(contender, argv)
@@ -366,6 +370,7 @@ def run_one(
     plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
     stack = Stack(work / "services")
     exporter = simulator = api = None
+    ok = False
     try:
         started = time.monotonic()
         plane.start(specs)
@@ -426,9 +431,13 @@ def run_one(
             if c.startswith("trimaran-"):
                 result["missing_metrics_log_lines"] = len(missing_metrics_lines(plane, c))
             results[c] = result
+        ok = True
         return {"scenario": scenario.name, "seed": seed, "contenders": results}
     finally:
         stopping = time.monotonic()
+        # The schedulers first, while the apiserver still answers their last calls.
+        for c in contenders:
+            stop_scheduler(plane, c)
         stack.stop()
         if simulator is not None:
             simulator.stop(timeout=2.0)
@@ -438,6 +447,10 @@ def run_one(
             api.close()
         plane.stop()
         say(f"  stack stopped in {time.monotonic() - stopping:.0f} s")
+        if ok:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            say(f"  logs kept in {work}")
 
 
 def _placements(
