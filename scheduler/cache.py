@@ -17,6 +17,8 @@ assumes, so it sees one consistent cluster without copying it.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import random
@@ -91,6 +93,30 @@ def decode(data: bytes) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data.decode("utf-8", errors="replace"))
+
+
+def slim(obj: Any) -> Any:
+    """Drop what no part of the scheduler reads and every object carries: managedFields, a
+    quarter of a bound pod's memory (at 50,000 pods, 280 of 1,110 MB in-process)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off while a list is decoded and stored. Decoded JSON holds no
+    cycles, yet every few hundred new dicts the collector ran, and ever more often over the
+    whole growing cache: 50,000 pods took 5.6 s to decode with it, 0.9 s without. Another
+    thread's pause may overlap; the first to leave switches it back on, which only costs time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def stream_lines(resp: Any) -> Iterator[bytes]:
@@ -179,13 +205,19 @@ class Reflector:
             resp = self._list_fn(
                 _preload_content=False, _request_timeout=(CONNECT_TIMEOUT, LIST_TIMEOUT), **kwargs
             )
-            doc = decode(resp.data)
-            items.extend(doc.get("items") or [])
+            with gc_paused():
+                doc = decode(resp.data)
+                # page by page, so the next page reuses the memory of these managedFields
+                items.extend(slim(obj) for obj in doc.get("items") or [])
             meta = doc.get("metadata") or {}
             token = meta.get("continue")
             if not token:
                 break
-        self._replace(items)
+        with gc_paused():
+            self._replace(items)
+        # What the cache now holds lives long and holds no cycles: out of the collector's
+        # sight, so its full passes stop walking every pod and node the cache keeps.
+        gc.freeze()
         self.resource_version = meta.get("resourceVersion")
         self.relists += 1
         self.synced.set()
@@ -210,7 +242,7 @@ class Reflector:
                     raise ApiException(status=obj.get("code"), reason=obj.get("message"))
                 version = (obj.get("metadata") or {}).get("resourceVersion")
                 if kind != "BOOKMARK":
-                    self._event(kind, obj)
+                    self._event(kind, slim(obj))
                 if version:
                     self.resource_version = version
         finally:
