@@ -137,7 +137,7 @@ class Cycle:
         loads = self.loads()
         now = time.time()
         with self.cache.lock:
-            nodes = list(self.cache.nodes.values())
+            nodes = self.cache.node_list()
             snap = take_snapshot(self.cache, loads, self.recent, now)
             state = CycleState()
             feasible = self._nominated_fit(profile, pod, snap, state)
@@ -274,13 +274,17 @@ class Cycle:
         if wanted >= total:
             return profile.filter(pod, nodes, snap, state)
         start = self._next_start % total
-        ordered = nodes[start:] + nodes[:start]
         feasible: list[NodeInfo] = []
         reasons: dict[str, Any] = {}
         seen = 0
         while seen < total and len(feasible) < wanted:
-            chunk = ordered[seen : seen + FILTER_CHUNK]
-            seen += len(chunk)
+            # the chunks of the node list rotated to `start`, without copying the whole list
+            size = min(FILTER_CHUNK, total - seen)
+            first = (start + seen) % total
+            chunk = nodes[first : first + size]
+            if len(chunk) < size:
+                chunk += nodes[: size - len(chunk)]
+            seen += size
             ok, why = profile.filter(pod, chunk, snap, state)
             feasible.extend(ok)
             reasons.update(why)
