@@ -36,6 +36,10 @@ MARKED_CAPACITY = 50_000
 # sustained load events still go out, this much later.
 MAX_HOLD_S = 10.0
 HOLD_POLL_S = 0.05
+# As client-go's event broadcaster: an event the API server could not take (unreachable, 5xx,
+# 429) is tried again, up to this many times in all, so a restart of the API server loses none.
+SEND_TRIES = 12
+RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -213,7 +217,7 @@ class EventRecorder:
                 return
             self._hold(write)
             try:
-                answer = self._send(write)
+                answer = self._deliver(write)
             except Exception as exc:  # noqa: BLE001 - transport errors; best effort
                 self.errors += 1
                 log.debug("%s not written: %s", write.what, exc)
@@ -226,6 +230,23 @@ class EventRecorder:
             elif answer.status != 404:  # a pod deleted meanwhile needs no condition
                 self.errors += 1
                 log.debug("%s refused: %s", write.what, answer.message())
+
+    def _deliver(self, write: _Write) -> kubeapi.Answer:
+        """`_send`, tried again with backoff while the API server is down or overloaded; the
+        last failure is raised or returned once SEND_TRIES are spent or the recorder stops."""
+        attempt, delay = 1, RETRY_FIRST_S
+        while True:
+            last_try = attempt >= SEND_TRIES or self._stopping
+            try:
+                answer = self._send(write)
+            except Exception:  # noqa: BLE001 - transport errors: the caller counts the last
+                if last_try:
+                    raise
+            else:
+                if last_try or (answer.status < 500 and answer.status != 429):
+                    return answer
+            time.sleep(delay * random.uniform(0.8, 1.2))
+            attempt, delay = attempt + 1, min(delay * 2, RETRY_MAX_S)
 
     def _hold(self, write: _Write) -> None:
         busy = self._busy
