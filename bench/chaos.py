@@ -597,13 +597,15 @@ def worker_pids(master: int) -> set[int]:
 
 
 def compact_etcd(port: int) -> int:
-    """One more etcd revision, then everything before it compacted: with the apiserver down,
-    every watch's last resourceVersion is gone from etcd's history. Returns the revision."""
+    """Two more etcd revisions, then everything before the last compacted: with the apiserver
+    down, every watch's last resourceVersion (even one that saw the latest write, whose resume
+    starts at the next revision) is gone from etcd's history. Returns the revision."""
     url = f"http://127.0.0.1:{port}/v3"
     with requests.Session() as s:
         s.trust_env = False
-        put = s.post(f"{url}/kv/put", json={"key": "Y2hhb3M=", "value": "eA=="}, timeout=T)
-        put.raise_for_status()
+        for _ in range(2):
+            put = s.post(f"{url}/kv/put", json={"key": "Y2hhb3M=", "value": "eA=="}, timeout=T)
+            put.raise_for_status()
         revision = int(put.json()["header"]["revision"])
         s.post(f"{url}/kv/compaction", json={"revision": revision}, timeout=T).raise_for_status()
     return revision
@@ -648,11 +650,12 @@ def summarize(chaos: Chaos, checked: dict[str, Any], started: float, stream_end:
         agg = per_fault.setdefault(
             fig["fault"],
             {"episodes": 0, "pods_created": 0, "bound": 0, "bound_twice": 0, "lost": 0,
+             "bound_without_event": 0,
              "unexpected_restarts": 0, "max_seconds_without_leader": 0.0,
              "max_seconds_without_poller": 0.0, "max_seconds_until_load_scores": 0.0},
         )  # fmt: skip
         agg["episodes"] += 1
-        for k in ("pods_created", "bound", "bound_twice", "lost"):
+        for k in ("pods_created", "bound", "bound_twice", "lost", "bound_without_event"):
             agg[k] += fig[k]
         agg["unexpected_restarts"] += len(fig["unexpected_restarts"])
         agg["max_seconds_without_leader"] = max(

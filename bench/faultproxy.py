@@ -41,6 +41,11 @@ HOP_HEADERS = frozenset(
 )
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that hung up (a killed watcher or its timeout): nothing to report
+
+
 class FaultProxy:
     """Forwards GET/POST to `upstreams` (round robin over those that accept a connection)."""
 
@@ -54,7 +59,7 @@ class FaultProxy:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._turn = itertools.count()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
