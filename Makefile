@@ -71,7 +71,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 bench-placement: trimaran-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
 
-# Faults under load: 20 pods/s, nine faults three times each (about 12 minutes); figures in
+# Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.
 chaos: sandbox-build
 	$(PY) -m bench.chaos $(CHAOS_ARGS)
