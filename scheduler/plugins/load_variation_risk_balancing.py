@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import UNSERVED, trimaran_spec, usage
+from scheduler.plugins.loadview import UNSERVED, recent_cpu_m, trimaran_spec, usage
 from scheduler.resources import go_round_array
 
 if TYPE_CHECKING:
@@ -104,6 +104,13 @@ class Plugin:
             capacity *= MEGA_FACTOR
             request *= MEGA_FACTOR
         used_avg = np.array([u.avg for u in used]) * capacity / 100
+        if resource == CPU and snap.recent_cpu_m:
+            # Pods bound since the window's last sample count on their node, as for
+            # TargetLoadPacking; upstream leaves them out, and a burst then piles onto the
+            # node that looked idlest (docs/plugins.md).
+            used_avg = used_avg + np.array(
+                [recent_cpu_m(snap, node, u) for node, u in zip(nodes, used, strict=True)]
+            )
         used_std = np.array([u.std for u in used]) * capacity / 100
         a = self.args
         scores = resource_scores(

@@ -47,6 +47,17 @@ def test_lvrb_node_level_vectors():
     assert lvrb_score(pod, loads) == 45
 
 
+def test_lvrb_counts_recently_bound_pods_on_fresh_data():
+    # Not in upstream: a pod bound since the last sample weighs on its node (250m of 1 CPU on
+    # top of 30 % is mu 0.55 instead of 0.30), so a burst does not pile onto one node.
+    node = make_node(cpu="1000m", memory="1Gi")
+    loads = {"n1": {"cpu": stats(avg=30)}}
+    plugin = lvrb.Plugin()
+    quiet = plugin.score(CycleState(), make_pod(), node, snapshot([node], loads))
+    busy = plugin.score(CycleState(), make_pod(), node, snapshot([node], loads, {"n1": 250}))
+    assert (quiet, busy) == (85, 73)  # (1 - 0.55 / 2) * 100 = 72.5, rounded as Go does
+
+
 def test_lvrb_negative_args_default_to_one():
     from scheduler.config import Fields
 
