@@ -119,6 +119,11 @@ class _Live(Collector):
                 value=stats["gated_pods"],
             )
             yield CounterMetricFamily(
+                f"{PREFIX}_skipped_objects",
+                "Malformed pods and nodes from the API, logged and left out of the cache.",
+                value=stats["skipped_objects"],
+            )
+            yield CounterMetricFamily(
                 f"{PREFIX}_preassigned_pods",
                 "Pods of ours created with spec.nodeName set (not ours to bind).",
                 value=stats["preassigned_pods"],
