@@ -88,7 +88,10 @@ def alive(rec: Recorded) -> bool:
     except OSError:
         return False
     state = stat.rsplit(")", 1)[-1].split()[0]
-    return state not in ("Z", "X") and cmdline[0].decode(errors="replace") == rec.exe
+    # A script (such as the `ballast` console script) runs as its interpreter, the script's
+    # path second: either place identifies the recorded program.
+    args = [a.decode(errors="replace") for a in cmdline[:2]]
+    return state not in ("Z", "X") and rec.exe in args
 
 
 def stop(rec: Recorded, timeout: float) -> bool:
