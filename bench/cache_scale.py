@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,8 +38,8 @@ from bench.scheduler import (
     pod_body,
     start_ballast,
     start_kube_scheduler,
+    start_sandbox,
 )
-from sandbox.controlplane import ControlPlane, Ports
 from sandbox.namespaces import ensure_namespace
 
 PENDING = 10
@@ -117,14 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS.with_name(f"scheduler-cache-{args.nodes}-{args.pods}.json")
     urllib3.disable_warnings()
     began = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="ballast-bench-cache-"))
-    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
-    print(f"starting the sandbox in {work}", flush=True)
-    plane.start()
+    work, plane, api = start_sandbox("ballast-bench-cache-")
     try:
-        cfg = plane.api_client().configuration
-        cfg.connection_pool_maxsize = THREADS * 2
-        api = client.ApiClient(cfg)
         nodes = make_nodes(api, args.nodes)
         maker = PodMaker(plane)
         ensure_namespace(api, "cache-placed")

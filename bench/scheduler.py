@@ -652,6 +652,18 @@ def verdict(
     return ratios, goals
 
 
+def start_sandbox(prefix: str) -> tuple[Path, ControlPlane, client.ApiClient]:
+    """A fresh sandbox in a new work folder, and an API client pooled for the bench's threads;
+    the caller stops the plane."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
+    print(f"starting the sandbox in {work}", flush=True)
+    plane.start()
+    cfg = plane.api_client().configuration
+    cfg.connection_pool_maxsize = THREADS * 2
+    return work, plane, client.ApiClient(cfg)
+
+
 def make_nodes(api: client.ApiClient, count: int) -> list[str]:
     """`count` kwok nodes of 8 CPU / 32 GiB in 3 zones, created on 16 threads; their names once
     all are Ready."""
@@ -705,14 +717,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out = RESULTS.with_name(name)
     urllib3.disable_warnings()
     began = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="ballast-bench-"))
-    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
-    print(f"starting the sandbox in {work}", flush=True)
-    plane.start()
+    work, plane, api = start_sandbox("ballast-bench-")
     try:
-        cfg = plane.api_client().configuration
-        cfg.connection_pool_maxsize = THREADS * 2
-        api = client.ApiClient(cfg)
         names = make_nodes(api, args.nodes)
         starters = {
             "raw-bind": ("raw-bind", lambda ns: _start_raw(api, names, ns)),
