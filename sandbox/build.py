@@ -27,6 +27,9 @@ HEARTBEAT_SECONDS = 30.0
 # A cold build of kube-apiserver on 2 cores takes tens of minutes; a hung build still ends.
 BUILD_TIMEOUT = 3 * 3600.0
 TRIMARAN_DIR = Path(__file__).resolve().parent / "trimaran"
+# helm's own wrapper module: helm.sh/helm/v3 pulls in containerd, oras and friends, which have no
+# place in components/go.mod.
+HELM_DIR = Path(__file__).resolve().parent / "helm"
 
 
 def bin_dir() -> Path:
@@ -40,23 +43,31 @@ def binary(name: str) -> Path:
         how = "ballast sandbox build --with-kube-scheduler"
         if name == versions.trimaran_binary():
             how = "ballast sandbox build --with-trimaran"
+        elif name == versions.helm_binary():
+            how = "make helm-build"
         elif name != "kube-scheduler":
             how = "make sandbox-build"
         raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")
     return path
 
 
-def wanted(with_kube_scheduler: bool = False, with_trimaran: bool = False) -> list[str]:
+def wanted(
+    with_kube_scheduler: bool = False, with_trimaran: bool = False, with_helm: bool = False
+) -> list[str]:
     names = list(defaults.COMPONENTS)
     if with_kube_scheduler:
         names += defaults.OPTIONAL_COMPONENTS
     if with_trimaran:
         names.append(versions.trimaran_binary())
+    if with_helm:
+        names.append(versions.helm_binary())
     return names
 
 
-def missing(with_kube_scheduler: bool = False, with_trimaran: bool = False) -> list[str]:
-    names = wanted(with_kube_scheduler, with_trimaran)
+def missing(
+    with_kube_scheduler: bool = False, with_trimaran: bool = False, with_helm: bool = False
+) -> list[str]:
+    names = wanted(with_kube_scheduler, with_trimaran, with_helm)
     return [n for n in names if not (bin_dir() / n).is_file()]
 
 
@@ -70,26 +81,36 @@ def find_go() -> str:
     return go
 
 
-def check_go_mod() -> None:
-    problems = versions.go_mod_mismatches((defaults.COMPONENTS_DIR / "go.mod").read_text())
+def _refuse_drift(module_dir: Path, problems: list[str], fix: str) -> None:
     if problems:
         raise BuildError(
-            "sandbox/components/go.mod disagrees with sandbox/versions.py: "
+            f"sandbox/{module_dir.name}/go.mod disagrees with sandbox/versions.py: "
             + "; ".join(problems)
-            + ". Update go.mod (go get k8s.io/kubernetes@vX.Y.Z, staging replaces v0.Y.Z, "
-            "go mod tidy) or the pins."
+            + f". {fix}"
         )
+
+
+def check_go_mod() -> None:
+    go_mod = (defaults.COMPONENTS_DIR / "go.mod").read_text()
+    fix = "Update go.mod (go get k8s.io/kubernetes@vX.Y.Z, staging replaces v0.Y.Z, go mod tidy)"
+    _refuse_drift(
+        defaults.COMPONENTS_DIR, versions.go_mod_mismatches(go_mod), fix + " or the pins."
+    )
 
 
 def check_trimaran_go_mod() -> None:
-    problems = versions.trimaran_go_mod_mismatches((TRIMARAN_DIR / "go.mod").read_text())
-    if problems:
-        raise BuildError(
-            "sandbox/trimaran/go.mod disagrees with sandbox/versions.py: "
-            + "; ".join(problems)
-            + ". Update go.mod (go get sigs.k8s.io/scheduler-plugins@vX, replaces of "
-            "k8s.io/kubernetes and the staging modules, go mod tidy) or the pins."
-        )
+    go_mod = (TRIMARAN_DIR / "go.mod").read_text()
+    fix = (
+        "Update go.mod (go get sigs.k8s.io/scheduler-plugins@vX, replaces of k8s.io/kubernetes "
+        "and the staging modules, go mod tidy) or the pins."
+    )
+    _refuse_drift(TRIMARAN_DIR, versions.trimaran_go_mod_mismatches(go_mod), fix)
+
+
+def check_helm_go_mod() -> None:
+    go_mod = (HELM_DIR / "go.mod").read_text()
+    fix = "In sandbox/helm run `go get -tool helm.sh/helm/v3/cmd/helm@vX.Y.Z`, or change the pin."
+    _refuse_drift(HELM_DIR, versions.helm_go_mod_mismatches(go_mod), fix)
 
 
 def _version_ldflags() -> str:
@@ -101,6 +122,21 @@ def _version_ldflags() -> str:
         stamps += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}"]
         stamps += [f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitTreeState=clean"]
     return "-s -w " + " ".join(stamps)
+
+
+def _helm_command(go: str, output: Path) -> list[str]:
+    version = f"v{versions.HELM_VERSION}"
+    major, minor, _ = versions.KUBERNETES_VERSION.split(".")
+    # As helm's Makefile stamps them: its version, and the Kubernetes version `helm template`
+    # and `helm lint` assume (.Capabilities.KubeVersion) when no cluster is asked.
+    stamps = [f"-X helm.sh/helm/v3/internal/version.version={version}"]
+    stamps += ["-X helm.sh/helm/v3/internal/version.gitTreeState=clean"]
+    for pkg in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        stamps += [f"-X {pkg}.k8sVersionMajor={major}", f"-X {pkg}.k8sVersionMinor={minor}"]
+    ldflags = "-s -w " + " ".join(stamps)
+    # The `tool` line of helm/go.mod builds helm's own main package with this module's go.sum.
+    cmd = [go, "build", "-buildvcs=false", "-ldflags", ldflags]
+    return cmd + ["-o", str(output), "helm.sh/helm/v3/cmd/helm"]
 
 
 def _run(
@@ -133,10 +169,13 @@ def _run(
 
 
 def build(
-    with_kube_scheduler: bool = False, say: Printer = print, with_trimaran: bool = False
+    with_kube_scheduler: bool = False,
+    say: Printer = print,
+    with_trimaran: bool = False,
+    with_helm: bool = False,
 ) -> Path:
     """Builds whatever is missing; returns the folder holding the binaries."""
-    todo = missing(with_kube_scheduler, with_trimaran)
+    todo = missing(with_kube_scheduler, with_trimaran, with_helm)
     target = bin_dir()
     if not todo:
         say(f"sandbox binaries up to date in {target}")
@@ -146,12 +185,15 @@ def build(
     trimaran = versions.trimaran_binary()
     if trimaran in todo:
         check_trimaran_go_mod()
+    helm = versions.helm_binary()
+    if helm in todo:
+        check_helm_go_mod()
     target.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
         staging = Path(tmp)
-        from_module = [n for n in todo if n not in ("kwok", trimaran)]
+        from_module = [n for n in todo if n not in ("kwok", trimaran, helm)]
         if from_module:
             say(
                 f"building {', '.join(from_module)} (Kubernetes {versions.KUBERNETES_VERSION}, "
@@ -178,6 +220,10 @@ def build(
             cmd = [go, "build", "-buildvcs=false", "-ldflags", _version_ldflags()]
             cmd += ["-o", str(staging / trimaran), "."]
             _run(cmd, TRIMARAN_DIR, env, target / "build-trimaran.log", "Trimaran", say)
+        if helm in todo:
+            say(f"building helm {versions.HELM_VERSION}")
+            log = target / "build-helm.log"
+            _run(_helm_command(go, staging / helm), HELM_DIR, env, log, "helm", say)
         _install(staging, target, todo)
     say(f"sandbox binaries ready in {target} ({time.monotonic() - started:.0f} s)")
     return target

@@ -18,6 +18,9 @@ KWOK_VERSION = "0.7.0"
 # sigs.k8s.io/scheduler-plugins, whose Trimaran plugins the placement benchmark runs against
 # Ballast's watcher: the release line of the pinned Kubernetes minor (v0.<minor>.x).
 SCHEDULER_PLUGINS_VERSION = "0.34.7"
+# helm.sh/helm/v3, for the chart's lint/template/install tests and `make manifests`: the v3
+# release whose client-go is the pinned Kubernetes minor (0.34), built from helm/go.mod.
+HELM_VERSION = "3.19.5"
 
 
 def staging_version() -> str:
@@ -34,6 +37,25 @@ def cache_tag() -> str:
 def trimaran_binary() -> str:
     """The Trimaran scheduler's name in the binary cache: a new plugins pin builds a new one."""
     return f"kube-scheduler-trimaran-{SCHEDULER_PLUGINS_VERSION}"
+
+
+def helm_binary() -> str:
+    """helm's name in the binary cache: a new helm pin builds a new one."""
+    return f"helm-{HELM_VERSION}"
+
+
+def helm_go_mod_mismatches(go_mod: str) -> list[str]:
+    """helm/go.mod must build helm (a `tool` line) at the pinned release."""
+    problems = []
+    if not re.search(r"^tool helm\.sh/helm/v3/cmd/helm$", go_mod, re.MULTILINE):
+        problems.append("no `tool helm.sh/helm/v3/cmd/helm` line")
+    found = re.search(r"^\s*helm\.sh/helm/v3 (v\S+)", go_mod, re.MULTILINE)
+    wanted = f"v{HELM_VERSION}"
+    if not found:
+        problems.append("helm.sh/helm/v3 is not required")
+    elif found.group(1) != wanted:
+        problems.append(f"helm.sh/helm/v3 is {found.group(1)}, pinned {wanted}")
+    return problems
 
 
 def trimaran_go_mod_mismatches(go_mod: str) -> list[str]:
