@@ -30,6 +30,8 @@ TRIMARAN_DIR = Path(__file__).resolve().parent / "trimaran"
 # helm's own wrapper module: helm.sh/helm/v3 pulls in containerd, oras and friends, which have no
 # place in components/go.mod.
 HELM_DIR = Path(__file__).resolve().parent / "helm"
+# metrics-server's wrapper module: its own go.mod with the k8s.io 0.33 modules it is released with.
+METRICS_SERVER_DIR = Path(__file__).resolve().parent / "metrics_server"
 
 
 def bin_dir() -> Path:
@@ -45,6 +47,8 @@ def binary(name: str) -> Path:
             how = "ballast sandbox build --with-trimaran"
         elif name == versions.helm_binary():
             how = "make helm-build"
+        elif name == versions.metrics_server_binary():
+            how = "ballast sandbox build --with-metrics-server"
         elif name != "kube-scheduler":
             how = "make sandbox-build"
         raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")
@@ -52,7 +56,10 @@ def binary(name: str) -> Path:
 
 
 def wanted(
-    with_kube_scheduler: bool = False, with_trimaran: bool = False, with_helm: bool = False
+    with_kube_scheduler: bool = False,
+    with_trimaran: bool = False,
+    with_helm: bool = False,
+    with_metrics_server: bool = False,
 ) -> list[str]:
     names = list(defaults.COMPONENTS)
     if with_kube_scheduler:
@@ -61,13 +68,18 @@ def wanted(
         names.append(versions.trimaran_binary())
     if with_helm:
         names.append(versions.helm_binary())
+    if with_metrics_server:
+        names.append(versions.metrics_server_binary())
     return names
 
 
 def missing(
-    with_kube_scheduler: bool = False, with_trimaran: bool = False, with_helm: bool = False
+    with_kube_scheduler: bool = False,
+    with_trimaran: bool = False,
+    with_helm: bool = False,
+    with_metrics_server: bool = False,
 ) -> list[str]:
-    names = wanted(with_kube_scheduler, with_trimaran, with_helm)
+    names = wanted(with_kube_scheduler, with_trimaran, with_helm, with_metrics_server)
     return [n for n in names if not (bin_dir() / n).is_file()]
 
 
@@ -113,6 +125,12 @@ def check_helm_go_mod() -> None:
     _refuse_drift(HELM_DIR, versions.helm_go_mod_mismatches(go_mod), fix)
 
 
+def check_metrics_server_go_mod() -> None:
+    go_mod = (METRICS_SERVER_DIR / "go.mod").read_text()
+    fix = "In sandbox/metrics_server run `go get sigs.k8s.io/metrics-server@vX.Y.Z && go mod tidy`."
+    _refuse_drift(METRICS_SERVER_DIR, versions.metrics_server_go_mod_mismatches(go_mod), fix)
+
+
 def _version_ldflags() -> str:
     major, minor, _ = versions.KUBERNETES_VERSION.split(".")
     version = f"v{versions.KUBERNETES_VERSION}"
@@ -122,6 +140,12 @@ def _version_ldflags() -> str:
         stamps += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}"]
         stamps += [f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitTreeState=clean"]
     return "-s -w " + " ".join(stamps)
+
+
+def _metrics_server_ldflags() -> str:
+    # As metrics-server's Makefile stamps it, so `--version` and its /version say the release.
+    version = f"v{versions.METRICS_SERVER_VERSION}"
+    return f"-s -w -X k8s.io/client-go/pkg/version.gitVersion={version}"
 
 
 def _helm_command(go: str, output: Path) -> list[str]:
@@ -173,9 +197,10 @@ def build(
     say: Printer = print,
     with_trimaran: bool = False,
     with_helm: bool = False,
+    with_metrics_server: bool = False,
 ) -> Path:
     """Builds whatever is missing; returns the folder holding the binaries."""
-    todo = missing(with_kube_scheduler, with_trimaran, with_helm)
+    todo = missing(with_kube_scheduler, with_trimaran, with_helm, with_metrics_server)
     target = bin_dir()
     if not todo:
         say(f"sandbox binaries up to date in {target}")
@@ -188,12 +213,15 @@ def build(
     helm = versions.helm_binary()
     if helm in todo:
         check_helm_go_mod()
+    metrics_server = versions.metrics_server_binary()
+    if metrics_server in todo:
+        check_metrics_server_go_mod()
     target.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
         staging = Path(tmp)
-        from_module = [n for n in todo if n not in ("kwok", trimaran, helm)]
+        from_module = [n for n in todo if n not in ("kwok", trimaran, helm, metrics_server)]
         if from_module:
             say(
                 f"building {', '.join(from_module)} (Kubernetes {versions.KUBERNETES_VERSION}, "
@@ -224,6 +252,12 @@ def build(
             say(f"building helm {versions.HELM_VERSION}")
             log = target / "build-helm.log"
             _run(_helm_command(go, staging / helm), HELM_DIR, env, log, "helm", say)
+        if metrics_server in todo:
+            say(f"building metrics-server {versions.METRICS_SERVER_VERSION}")
+            cmd = [go, "build", "-buildvcs=false", "-ldflags", _metrics_server_ldflags()]
+            cmd += ["-o", str(staging / metrics_server), "."]
+            log = target / "build-metrics-server.log"
+            _run(cmd, METRICS_SERVER_DIR, env, log, "metrics-server", say)
         _install(staging, target, todo)
     say(f"sandbox binaries ready in {target} ({time.monotonic() - started:.0f} s)")
     return target

@@ -21,6 +21,9 @@ SCHEDULER_PLUGINS_VERSION = "0.34.7"
 # helm.sh/helm/v3, for the chart's lint/template/install tests and `make manifests`: the v3
 # release whose client-go is the pinned Kubernetes minor (0.34), built from helm/go.mod.
 HELM_VERSION = "3.19.5"
+# sigs.k8s.io/metrics-server for the watcher's metrics-server source: the release built with
+# k8s.io 0.33 (one minor below the apiserver, as kwok); 0.7.x uses 0.29, 0.9.0 uses 0.36.
+METRICS_SERVER_VERSION = "0.8.0"
 
 
 def staging_version() -> str:
@@ -98,3 +101,17 @@ def go_mod_mismatches(go_mod: str, wanted: dict[str, str] | None = None) -> list
         if version != expected:
             problems.append(f"{module} is replaced with {version}, pinned {expected}")
     return problems
+
+
+def metrics_server_binary() -> str:
+    """metrics-server's name in the binary cache: a new pin builds a new one."""
+    return f"metrics-server-{METRICS_SERVER_VERSION}"
+
+
+def metrics_server_go_mod_mismatches(go_mod: str) -> list[str]:
+    """metrics_server/go.mod must require the pinned release (its own k8s.io modules as
+    released: no replaces, so the binary is upstream's)."""
+    problems = go_mod_mismatches(
+        go_mod, wanted={"sigs.k8s.io/metrics-server": f"v{METRICS_SERVER_VERSION}"}
+    )
+    return [p for p in problems if p != "no k8s.io staging replace directives"]
