@@ -170,3 +170,83 @@ def ensure_pki(directory: Path, admin_user: str, service_ip: str) -> Pki:
     _write_cert(pki.admin_cert, admin_cert)
     _write_key(pki.sa_key, sa_key)
     return pki
+
+
+# -- the aggregation layer: metrics-server behind kube-apiserver ---------------------------------
+# Field of `AggregationPki` -> file name in the PKI folder.
+AGGREGATION_FILES = {
+    "front_proxy_ca_cert": "front-proxy-ca.crt",
+    "front_proxy_ca_key": "front-proxy-ca.key",
+    "proxy_client_cert": "front-proxy-client.crt",
+    "proxy_client_key": "front-proxy-client.key",
+    "metrics_server_cert": "metrics-server.crt",
+    "metrics_server_key": "metrics-server.key",
+    "kubelet_cert": "kubelet.crt",
+    "kubelet_key": "kubelet.key",
+}
+# The name the apiserver's proxy client presents; the apiserver and metrics-server accept
+# request headers only from a certificate of the front-proxy CA with this common name.
+PROXY_CLIENT_NAME = "front-proxy-client"
+
+
+@dataclass(frozen=True)
+class AggregationPki:
+    """The request-header (front-proxy) CA and the apiserver's proxy client certificate, plus
+    serving certificates on 127.0.0.1 for metrics-server and for kwok's kubelet endpoint."""
+
+    front_proxy_ca_cert: Path
+    front_proxy_ca_key: Path
+    proxy_client_cert: Path
+    proxy_client_key: Path
+    metrics_server_cert: Path
+    metrics_server_key: Path
+    kubelet_cert: Path
+    kubelet_key: Path
+
+    @classmethod
+    def at(cls, directory: Path) -> AggregationPki:
+        return cls(**{field: directory / name for field, name in AGGREGATION_FILES.items()})
+
+    def files(self) -> list[Path]:
+        return [getattr(self, field) for field in AGGREGATION_FILES]
+
+
+def ensure_aggregation_pki(pki: Pki) -> AggregationPki:
+    """Writes the aggregation layer's certificates beside `pki` unless they are there already.
+
+    The front-proxy CA is a CA of its own: a request-header CA that is also the client CA would
+    let any client certificate set X-Remote-User and so claim any identity."""
+    agg = AggregationPki.at(pki.dir)
+    if all(p.is_file() for p in agg.files()):
+        return agg
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    ca_name = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()).subject
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+
+    proxy_ca_key = ec.generate_private_key(ec.SECP256R1())
+    proxy_ca_name = _name("ballast-sandbox-front-proxy-ca")
+    proxy_ca_cert = (
+        _builder(proxy_ca_name, proxy_ca_name, proxy_ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(signs_certs=True), critical=True)
+        .sign(proxy_ca_key, hashes.SHA256())
+    )
+    client_key, client_cert = _leaf(
+        proxy_ca_key, proxy_ca_name, _name(PROXY_CLIENT_NAME), ExtendedKeyUsageOID.CLIENT_AUTH
+    )
+    loopback = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    serving = ExtendedKeyUsageOID.SERVER_AUTH
+    ms_key, ms_cert = _leaf(ca_key, ca_name, _name("metrics-server"), serving, loopback)
+    kubelet_key, kubelet_cert = _leaf(ca_key, ca_name, _name("kwok-kubelet"), serving, loopback)
+
+    for key_path, cert_path, key, cert in (
+        (agg.front_proxy_ca_key, agg.front_proxy_ca_cert, proxy_ca_key, proxy_ca_cert),
+        (agg.proxy_client_key, agg.proxy_client_cert, client_key, client_cert),
+        (agg.metrics_server_key, agg.metrics_server_cert, ms_key, ms_cert),
+        (agg.kubelet_key, agg.kubelet_cert, kubelet_key, kubelet_cert),
+    ):
+        _write_key(key_path, key)
+        _write_cert(cert_path, cert)
+    return agg
