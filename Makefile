@@ -26,6 +26,7 @@ sandbox-build: deps venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # The differential test (tests/integration/test_differential.py) runs upstream kube-scheduler.
 kube-scheduler-build: sandbox-build

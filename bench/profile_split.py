@@ -24,16 +24,19 @@ from pathlib import Path
 # (part, frame markers): a frame matches when it contains the marker ("function (file").
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("imports", ("_find_and_load (",)),
-    ("events", ("scheduler/events.py",)),
-    ("metrics client", ("scheduler/metrics_client.py", "scheduler/recent.py")),
-    ("telemetry", ("prometheus_client/", "scheduler/server.py", "scheduler/httpserve.py")),
+    ("events", ("scheduler/kube/events.py",)),
+    ("metrics client", ("scheduler/backend/metrics_client.py", "scheduler/backend/recent.py")),
+    (
+        "telemetry",
+        ("prometheus_client/", "scheduler/serve/status.py", "scheduler/serve/httpserve.py"),
+    ),
     ("cache updates", ("_pod_event (", "_node_event (", "_object_event (", "_replace_")),
-    ("watch decoding", ("_watch (scheduler/cache.py", "_list (scheduler/cache.py")),
+    ("watch decoding", ("_watch (scheduler/backend/cache.py", "_list (scheduler/backend/cache.py")),
     ("filter", ("_filter (scheduler/cycle.py", "_nominated_fit (", "filter (scheduler/profile")),
-    ("score", ("score (scheduler/profile.py",)),
-    ("bind", ("scheduler/binder.py",)),
+    ("score", ("score (scheduler/framework/profile.py",)),
+    ("bind", ("scheduler/kube/binder.py",)),
     ("cycle, other", ("scheduler/cycle.py",)),
-    ("queue and loop", ("scheduler/queue.py", "scheduler/runtime.py")),
+    ("queue and loop", ("scheduler/backend/queue.py", "scheduler/runtime.py")),
 )
 OTHER = "other"
 WAITING = (

@@ -55,8 +55,8 @@ from sandbox import build, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.namespaces import delete_namespace, ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
-from scheduler import kubeapi
-from scheduler.cache import interrupt
+from scheduler.backend.cache import interrupt
+from scheduler.kube import kubeapi
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scheduler.json"
 THREADS = 16

@@ -21,8 +21,8 @@ import requests
 import yaml
 from kubernetes import client
 
-from sandbox import build, defaults, processes
-from sandbox.certs import Pki, ensure_pki
+from sandbox import build, defaults, metrics_server, processes
+from sandbox.certs import Pki, ensure_aggregation_pki, ensure_pki
 from sandbox.errors import AlreadyRunningError, SandboxError, StartupError
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
@@ -30,7 +30,7 @@ from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 # Namespaces the apiserver creates itself; their `default` ServiceAccount is ours to make.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Stopped in this order: clients before the apiserver before its storage.
-STOP_ORDER = ("kube-scheduler", "kwok", "kube-apiserver", "etcd")
+STOP_ORDER = ("metrics-server", "kube-scheduler", "kwok", "kube-apiserver", "etcd")
 # Without kube-controller-manager nothing would ever lift the not-ready taint this admission
 # plugin puts on every new node, and no pod could schedule.
 DISABLED_ADMISSION = "TaintNodesByCondition"
@@ -59,6 +59,7 @@ class ControlPlane:
         ports: Ports | None = None,
         die_with_parent: bool = False,
         watch_cache: bool = True,
+        metrics_server: bool = False,
     ) -> None:
         """`die_with_parent`: the processes end with this one (fixtures); `up` leaves them.
         `watch_cache=False` serves every watch straight from etcd, so a watch from a compacted
@@ -73,6 +74,8 @@ class ControlPlane:
         self._procs: dict[str, subprocess.Popen] = {}
         self._die_with_parent = die_with_parent
         self._watch_cache = watch_cache
+        # kwok serves kubelet resource metrics and metrics-server runs behind the aggregator.
+        self._metrics_server = metrics_server
 
     @classmethod
     def attach(cls, state_dir: Path | str) -> ControlPlane:
@@ -145,6 +148,7 @@ class ControlPlane:
         shutil.rmtree(self.state_dir / "etcd", ignore_errors=True)
         service_ip = defaults.SERVICE_CLUSTER_IP_RANGE.split("/")[0].rsplit(".", 1)[0] + ".1"
         ensure_pki(self.pki.dir, defaults.ADMIN_USER, service_ip)
+        ensure_aggregation_pki(self.pki)
         self._write_kubeconfig()
         (self.state_dir / PORTS_FILE).write_text(json.dumps(asdict(self.ports)))
         try:
@@ -162,6 +166,8 @@ class ControlPlane:
                 if nodes:
                     create_nodes(api, nodes)
                     wait_ready(api, [n.name for n in nodes])
+                if self._metrics_server:
+                    metrics_server.start(self)
         except BaseException:
             self.stop()
             raise
@@ -277,6 +283,8 @@ class ControlPlane:
             "--profiling=false",
             # Its endpoints reconciler refuses a loopback address and would log every 10 s.
             "--endpoint-reconciler-type=none",
+            # The aggregation layer, for metrics-server's metrics.k8s.io (an APIService).
+            *metrics_server.aggregation_args(ensure_aggregation_pki(pki)),
         ] + ([] if self._watch_cache else ["--watch-cache=false"])
 
     def _kwok_args(self) -> list[str]:
@@ -286,7 +294,7 @@ class ControlPlane:
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={key}={value}",
             f"--cidr={defaults.POD_CIDR}",
-        ]
+        ] + (metrics_server.kwok_args(self) if self._metrics_server else [])
 
     def _write_kubeconfig(self) -> None:
         config = {

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from scheduler.errors import ConfigError
+from scheduler.framework.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from scheduler.config import load_config
-    from scheduler.profile import build_profiles
+    from scheduler.config.loader import load_config
+    from scheduler.config.profiles import build_profiles
     from scheduler.runtime import Runtime, RuntimeOptions
 
     try:

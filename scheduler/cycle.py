@@ -28,9 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import binder as binding
-from scheduler import resources
-from scheduler.events import SCHEDULER_ERROR
+from scheduler.backend.cache import take_snapshot
+from scheduler.backend.nominations import Nominations
 from scheduler.framework import (
     CycleState,
     NodeInfo,
@@ -38,10 +37,14 @@ from scheduler.framework import (
     PostFilterResult,
     Snapshot,
     Status,
+    resources,
 )
-from scheduler.preemption import Evictor, Finished, Nominations
-from scheduler.profile import Profile, failure_message
-from scheduler.server import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
+from scheduler.framework.profile import Profile
+from scheduler.framework.status import failure_message
+from scheduler.kube import binder as binding
+from scheduler.kube.events import SCHEDULER_ERROR
+from scheduler.kube.evictor import Evictor, Finished
+from scheduler.serve.status import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +62,6 @@ def nodes_to_find(total: int, percentage: int) -> int:
     if percentage <= 0:
         percentage = max(BASE_PERCENTAGE - total // 125, MIN_FEASIBLE_PERCENTAGE)
     return max(total * percentage // 100, MIN_FEASIBLE_NODES)
-
-
-def take_snapshot(cache: Any, loads: dict[str, Any], recent: Any, now: float) -> Snapshot:
-    """What a cycle sees, read under the cache's lock (held by the caller), never copied."""
-    return Snapshot(
-        nodes=cache.nodes,
-        loads=loads,
-        now=now,
-        recent_cpu_m=recent.cpu_by_node(loads, now),
-        cluster=cache.index,
-    )
 
 
 def pick(scores: dict[str, int], rng: random.Random) -> str:

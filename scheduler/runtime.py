@@ -19,20 +19,20 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler.binder import Binder
-from scheduler.cache import ClusterCache
-from scheduler.config import SchedulerConfig
+from scheduler.backend.cache import ClusterCache
+from scheduler.backend.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.queue import SchedulingQueue
+from scheduler.backend.recent import RecentlyBound
+from scheduler.config.loader import SchedulerConfig
 from scheduler.cycle import Cycle, Profile
-from scheduler.errors import ConfigError
-from scheduler.events import EventRecorder
-from scheduler.extender import Extender, ExtenderServer
 from scheduler.framework import PodInfo
-from scheduler.leader import LeaderElector
-from scheduler.metrics_client import BearerToken, MetricsClient
-from scheduler.preemption import Evictor
-from scheduler.queue import SchedulingQueue
-from scheduler.recent import RecentlyBound
-from scheduler.server import StatusServer, Telemetry
+from scheduler.framework.errors import ConfigError
+from scheduler.kube.binder import Binder
+from scheduler.kube.events import EventRecorder
+from scheduler.kube.evictor import Evictor
+from scheduler.kube.leader import LeaderElector
+from scheduler.serve.extender import Extender, ExtenderServer
+from scheduler.serve.status import StatusServer, Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class Runtime:
             self.queue,
             self.metrics.loads,
             self.recent,
-            lambda outcome: Binder(api, cfg.parallelism, outcome),
+            lambda outcome: Binder(api, cfg.parallelism, outcome, self._pre_bind),
             self.events,
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
@@ -242,6 +242,10 @@ class Runtime:
             if timeout is not None:
                 return False
         return self.lost_lease.is_set()
+
+    def _pre_bind(self, api: client.ApiClient, pod: PodInfo, node: str) -> str:
+        profile = self.cycle.profiles.get(pod.scheduler_name)
+        return profile.pre_bind(api, pod, node) if profile is not None else ""
 
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader()

@@ -32,8 +32,8 @@ import orjson
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler import resources
-from scheduler.clusterindex import (
+from scheduler.framework import NodeInfo, PodInfo, Snapshot, resources
+from scheduler.framework.clusterindex import (
     CSI_NODES,
     NAMESPACES,
     PDBS,
@@ -48,7 +48,6 @@ from scheduler.clusterindex import (
     ClusterIndex,
     object_key,
 )
-from scheduler.framework import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -610,3 +609,14 @@ class ClusterCache:
                 if not orphans:
                     del self._orphans[node_name]
         return True
+
+
+def take_snapshot(cache: Any, loads: dict[str, Any], recent: Any, now: float) -> Snapshot:
+    """What a cycle sees, read under the cache's lock (held by the caller), never copied."""
+    return Snapshot(
+        nodes=cache.nodes,
+        loads=loads,
+        now=now,
+        recent_cpu_m=recent.cpu_by_node(loads, now),
+        cluster=cache.index,
+    )

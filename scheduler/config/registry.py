@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from scheduler.errors import ConfigError
 from scheduler.framework import Plugin
+from scheduler.framework.errors import ConfigError
 from scheduler.plugins import (
     default_preemption,
     inter_pod_affinity,
@@ -36,7 +36,7 @@ from scheduler.plugins import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 _MODULES: tuple[ModuleType, ...] = (
     default_preemption,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.framework import PodInfo
+from scheduler.framework.types import PodInfo
 
 # Object kinds the cache lists and watches besides nodes and pods (plural resource names).
 NAMESPACES = "namespaces"

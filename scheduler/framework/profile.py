@@ -6,34 +6,29 @@ parsed affinity) is done once and the metrics fallbacks are counted in `state.fa
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from scheduler import registry, unsupported
-from scheduler.config import ProfileConfig, SchedulerConfig
-from scheduler.framework import (
+from scheduler.framework import unsupported
+from scheduler.framework.interface import (
     UNRESOLVABLE_NODES,
     BatchFilterPlugin,
     BatchScorePlugin,
-    CycleState,
     FilterPlugin,
-    NodeInfo,
     NormalizeScorePlugin,
-    PodInfo,
     PostFilterPlugin,
+    PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
-    Snapshot,
-    Status,
-    TrialEdit,
 )
+from scheduler.framework.snapshot import Snapshot, TrialEdit
+from scheduler.framework.status import PRE_FILTER_REJECTION, Status
+from scheduler.framework.types import CycleState, NodeInfo, PodInfo
 
 _ACTIVE_FILTERS = "profile.filters"
-# A PreFilter's rejection of the whole pod (a Status), for the FailedScheduling text.
-PRE_FILTER_REJECTION = "profile.pre_filter_rejection"
 
 
 class Profile:
@@ -48,6 +43,8 @@ class Profile:
         self.filters = filters
         self.scores = scores
         self.post_filters = post_filters or []
+        unique = {id(p): p for p in [*filters, *(p for p, _ in scores), *self.post_filters]}
+        self.pre_binds = [p for p in unique.values() if isinstance(p, PreBindPlugin)]
         # Protocol isinstance checks are slow; settle each plugin's extension points once.
         self._pre_filter = [isinstance(p, PreFilterPlugin) for p in filters]
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
@@ -59,19 +56,6 @@ class Profile:
             )
             for p, _ in scores
         ]
-
-    @classmethod
-    def from_config(cls, cfg: ProfileConfig) -> Profile:
-        plugins = {}
-        for name in [*cfg.filters, *(ref.name for ref in cfg.scores), *cfg.post_filters]:
-            if name not in plugins:
-                plugins[name] = registry.new_plugin(name, cfg.args.get(name))
-        return cls(
-            cfg.scheduler_name,
-            [plugins[name] for name in cfg.filters],
-            [(plugins[ref.name], ref.weight) for ref in cfg.scores],
-            [plugins[name] for name in cfg.post_filters],
-        )
 
     def filter(
         self,
@@ -187,29 +171,10 @@ class Profile:
             totals += weight * np.asarray(values, dtype=np.int64)
         return dict(zip(names, totals.tolist(), strict=True))
 
-
-def build_profiles(cfg: SchedulerConfig) -> dict[str, Profile]:
-    """schedulerName -> Profile, for every profile of the config."""
-    return {p.scheduler_name: Profile.from_config(p) for p in cfg.profiles}
-
-
-def failure_message(
-    total_nodes: int,
-    reasons: dict[str, list[str]] | dict[str, str],
-    state: CycleState | None = None,
-) -> str:
-    """kube-scheduler's FailedScheduling text, e.g.
-    "0/10 nodes are available: 3 Insufficient cpu, 7 node(s) had untolerated taint(s)."
-    Counts per reason (a node can give several), sorted as strings like kube-scheduler does.
-    A PreFilter rejection in `state` is told once, without counts, as upstream does."""
-    if total_nodes == 0:
-        return "no nodes available to schedule pods"
-    rejection = state.get(PRE_FILTER_REJECTION) if state is not None else None
-    if rejection is not None:
-        return f"0/{total_nodes} nodes are available: {rejection.reason}."
-    counts: Counter[str] = Counter()
-    for value in reasons.values():
-        counts.update([value] if isinstance(value, str) else value)
-    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
-    text = f"0/{total_nodes} nodes are available"
-    return f"{text}: {', '.join(parts)}." if parts else f"{text}."
+    def pre_bind(self, api: Any, pod: PodInfo, node: str) -> str:
+        """The first PreBind plugin's objection, "" when all went through."""
+        for plugin in self.pre_binds:
+            detail = plugin.pre_bind(api, pod, node)
+            if detail:
+                return detail
+        return ""

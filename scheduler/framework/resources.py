@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import CPU, MEMORY, PODS, HostPort, NodeInfo, PodInfo, Resources
+from scheduler.framework.types import CPU, MEMORY, PODS, HostPort, NodeInfo, PodInfo, Resources
 from shared.quantities import bytes_value, cpu_millis
 
 # kube-scheduler's stand-in requests for containers that set none (NonZeroRequested), so an

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.framework import Status
+from scheduler.framework.status import Status
 
 # (field path as the user wrote it, test on the pod's spec, why it matters)
 _FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], bool], str], ...] = (

@@ -1,10 +1,10 @@
 """Asynchronous binding through the `pods/binding` subresource, on a thread pool.
 
-The cycle assumes a pod on its node and hands it here; the cycle moves on at once. The PreBind
-hooks (`PRE_BIND`) run first, on the same thread: a plugin's API writes that must precede the
+The cycle assumes a pod on its node and hands it here; the cycle moves on at once. The pod's
+profile's PreBind plugins run first, on the same thread: API writes that must precede the
 binding, such as VolumeBinding's selected node on a WaitForFirstConsumer claim. The outcome
 goes to a callback: `bound` (the API accepted it), `already_bound` (409: someone bound it first,
-the watch will show where), `gone` (404: the pod was deleted) or `failed` (a PreBind hook
+the watch will show where), `gone` (404: the pod was deleted) or `failed` (a PreBind plugin
 objected, or anything else: the caller forgets the assumption and requeues the pod).
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler import kubeapi
 from scheduler.framework import PodInfo
+from scheduler.kube import kubeapi
 
 log = logging.getLogger(__name__)
 
@@ -28,20 +28,14 @@ TIMEOUT = (5.0, 15.0)
 
 Outcome = Callable[[PodInfo, str, str, str], None]  # pod, node, result, detail
 
-# Upstream's PreBind: API writes a plugin needs before the pod is bound to `node` (VolumeBinding
-# writes the selected node on WaitForFirstConsumer claims). Plugins append at import; each runs
-# on the binder thread and returns "" to go on, or why the binding must not happen, which fails
-# it like a rejected Binding (the cycle forgets the assumption and requeues the pod).
+# Upstream's PreBind: API writes the pod's profile needs before the pod is bound to `node`
+# (VolumeBinding writes the selected node on WaitForFirstConsumer claims); run on the binder
+# thread, "" to go on, or why the binding must not happen, which fails it like a rejected
+# Binding (the cycle forgets the assumption and requeues the pod).
 PreBind = Callable[[client.ApiClient, PodInfo, str], str]
-PRE_BIND: list[PreBind] = []
 
 
-def pre_bind(api: client.ApiClient, pod: PodInfo, node: str) -> str:
-    """The first PreBind hook's objection, "" when all went through."""
-    for hook in PRE_BIND:
-        detail = hook(api, pod, node)
-        if detail:
-            return detail
+def _no_pre_bind(api: client.ApiClient, pod: PodInfo, node: str) -> str:
     return ""
 
 
@@ -56,8 +50,15 @@ def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
 
 
 class Binder:
-    def __init__(self, api: client.ApiClient, parallelism: int, outcome: Outcome) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        parallelism: int,
+        outcome: Outcome,
+        pre_bind: PreBind = _no_pre_bind,
+    ) -> None:
         self._api = api
+        self._pre_bind = pre_bind
         self._outcome = outcome
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="bind")
         self._inflight: set[Future[None]] = set()
@@ -92,7 +93,7 @@ class Binder:
         result, detail = BOUND, ""
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         try:
-            detail = pre_bind(self._api, pod, node)
+            detail = self._pre_bind(self._api, pod, node)
             if detail:
                 result = FAILED
             else:

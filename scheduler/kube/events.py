@@ -23,8 +23,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler import kubeapi
 from scheduler.framework import PodInfo
+from scheduler.kube import kubeapi
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Preemption's API side and the nominations it leaves behind.
+"""Preemption's API side: the writes that evict a preemptor's victims.
 
 DefaultPreemption (scheduler/plugins/default_preemption.py) only chooses; this module acts, as
 upstream's asynchronous preemption does (SchedulerAsyncPreemption, on by default in v1.34):
@@ -13,9 +13,7 @@ upstream's asynchronous preemption does (SchedulerAsyncPreemption, on by default
   the cache is changed by hand: victims leave it when the watch reports their deletion, so a
   failed delete leaves the cache exactly as the API is.
 
-`Nominations` is the in-memory half of upstream's nominator: nominated pods are counted on their
-node by later cycles (those of equal or higher priority than the pod being scheduled), so the
-room freed for a preemptor is not taken by a lower-priority pod meanwhile.
+The nominations it leaves behind are kept in scheduler/backend/nominations.py.
 """
 
 from __future__ import annotations
@@ -30,9 +28,9 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler import kubeapi
-from scheduler.events import NORMAL, event_body
-from scheduler.framework import PodInfo
+from scheduler.framework import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodInfo
+from scheduler.kube import kubeapi
+from scheduler.kube.events import NORMAL, event_body
 
 log = logging.getLogger(__name__)
 
@@ -40,48 +38,11 @@ TIMEOUT = (5.0, 10.0)
 ATTEMPTS = 5  # per write
 INITIAL_BACKOFF_S = 0.2
 MAX_BACKOFF_S = 5.0
-DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 # preemptor, node, whether every victim is gone or going
 Finished = Callable[[PodInfo, str, bool], None]
-
-
-class Nominations:
-    """Pods nominated to a node by a preemption, until bound, deleted or re-nominated."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_uid: dict[str, tuple[PodInfo, str]] = {}
-
-    def set(self, pod: PodInfo, node: str) -> None:
-        with self._lock:
-            self._by_uid[pod.uid] = (pod, node)
-
-    def clear(self, uid: str) -> None:
-        with self._lock:
-            self._by_uid.pop(uid, None)
-
-    def node_of(self, uid: str) -> str:
-        with self._lock:
-            entry = self._by_uid.get(uid)
-            return entry[1] if entry else ""
-
-    def __bool__(self) -> bool:
-        return bool(self._by_uid)
-
-    def on_node(self, node: str) -> list[PodInfo]:
-        with self._lock:
-            return [pod for pod, where in self._by_uid.values() if where == node]
-
-    def by_node(self) -> dict[str, list[PodInfo]]:
-        with self._lock:
-            out: dict[str, list[PodInfo]] = {}
-            for pod, where in self._by_uid.values():
-                out.setdefault(where, []).append(pod)
-            return out
 
 
 def disruption_patch(scheduler_name: str) -> dict[str, Any]:

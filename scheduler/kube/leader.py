@@ -23,7 +23,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler.events import micro_time
+from scheduler.kube.events import micro_time
 
 log = logging.getLogger(__name__)
 

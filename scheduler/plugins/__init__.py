@@ -1,1 +1,1 @@
-"""One module per plugin; scheduler/registry.py maps their names to them."""
+"""One module per plugin; scheduler/config/registry.py maps their names to them."""

@@ -15,7 +15,7 @@ Ballast adds, after those (`loadAwareTieBreak`, on by default): the node whose m
 load after the eviction is lowest, then the node name (upstream takes whichever came first).
 And it never picks a `kube-system` pod of a system priority as a victim.
 
-The plugin does no I/O: it returns the node and the victims; scheduler/preemption.py deletes
+The plugin does no I/O: it returns the node and the victims; scheduler/kube/evictor.py deletes
 them through the API.
 """
 
@@ -26,10 +26,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scheduler import resources
-from scheduler.clusterindex import PDBS
 from scheduler.framework import (
     CPU,
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
     UNRESOLVABLE_NODES,
     CycleState,
     Handle,
@@ -39,13 +39,15 @@ from scheduler.framework import (
     Snapshot,
     Status,
     TrialEdit,
+    resources,
 )
-from scheduler.labels import LabelSelector
-from scheduler.plugins import loadview
-from scheduler.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from scheduler.framework.clusterindex import PDBS
+from scheduler.framework.labels import LabelSelector
+from scheduler.framework.status import failure_message
+from scheduler.plugins.helpers import loadview
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "DefaultPreemption"
 # Upstream's scheduling.SystemCriticalPriority: system-cluster-critical and above.
@@ -211,7 +213,7 @@ class Plugin:
             total = len(snap.nodes)
             for name in snap.nodes:
                 statuses.setdefault(name, [NOT_HELPFUL])
-            message = MESSAGE_PREFIX + _histogram(total, statuses)
+            message = MESSAGE_PREFIX + failure_message(total, statuses)
             return PostFilterResult(message=message, clear=True)
         best = pick(candidates, self.args.load_aware_tie_break)
         return PostFilterResult(nominated_node=best.node, victims=best.victims)
@@ -317,9 +319,3 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
         if cond.get("type") == DISRUPTION_TARGET:
             return cond.get("status") == "True" and cond.get("reason") == PREEMPTION_BY_SCHEDULER
     return False
-
-
-def _histogram(total: int, statuses: dict[str, list[str]]) -> str:
-    from scheduler.profile import failure_message  # the profile imports the registry
-
-    return failure_message(total, statuses)

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from scheduler.clusterindex import NAMESPACES, ClusterIndex
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.labels import EXISTS, IN
-from scheduler.plugins.pod_affinity_terms import (
+from scheduler.framework.clusterindex import NAMESPACES, ClusterIndex
+from scheduler.framework.labels import EXISTS, IN
+from scheduler.plugins.helpers.pod_affinity_terms import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI,
     REQUIRED_AFFINITY,
@@ -51,7 +51,7 @@ from scheduler.plugins.pod_affinity_terms import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins.loadview import parse_prediction, recent_cpu_m, usage
-from scheduler.resources import (
+from scheduler.framework.resources import (
     DEFAULT_REQUESTS_CPU_M,
     DEFAULT_REQUESTS_MULTIPLIER,
     predicted_cpu_m,
 )
+from scheduler.plugins.helpers.loadview import parse_prediction, recent_cpu_m, usage
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "LoadThreshold"
 _KEY = NAME + ".predicted"

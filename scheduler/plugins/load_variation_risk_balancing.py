@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import UNSERVED, recent_cpu_m, trimaran_spec, usage
-from scheduler.resources import go_round_array
+from scheduler.framework.resources import go_round_array
+from scheduler.plugins.helpers.loadview import UNSERVED, recent_cpu_m, trimaran_spec, usage
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "LoadVariationRiskBalancing"
 MEGA_FACTOR = 1.0 / 1024.0 / 1024.0

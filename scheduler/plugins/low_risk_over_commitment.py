@@ -22,11 +22,11 @@ import numpy as np
 from scipy.special import betainc
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import trimaran_spec, usage
-from scheduler.resources import go_round_array
+from scheduler.framework.resources import go_round_array
+from scheduler.plugins.helpers.loadview import trimaran_spec, usage
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "LowRiskOverCommitment"
 MAX_VARIANCE_ALLOWANCE = 0.99

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import EXPIRED, MISSING, metric_stats, note_fallback
+from scheduler.plugins.helpers.loadview import EXPIRED, MISSING, metric_stats, note_fallback
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "MetricScore"
 STATISTICS = ("avg", "latest", "p95")

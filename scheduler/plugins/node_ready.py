@@ -4,8 +4,8 @@ not-ready/unreachable taints, unless the pod tolerates both (as DaemonSet pods d
 from __future__ import annotations
 
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins.taint_toleration import tolerated, tolerations
-from scheduler.resources import NOT_READY_TAINT, UNREACHABLE_TAINT
+from scheduler.framework.resources import NOT_READY_TAINT, UNREACHABLE_TAINT
+from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 NAME = "NodeReady"
 _TAINTS = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.resource_weights import Args, parse_args
+from scheduler.plugins.helpers.resource_weights import Args, parse_args
 
 __all__ = ["NAME", "Args", "Plugin", "parse_args"]
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import PODS, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.resources import pods_allowed
+from scheduler.framework.resources import pods_allowed
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "NodeResourcesFit"
 _KEY = NAME + ".requests"

@@ -9,7 +9,7 @@ weight 1 each, by default), integer arithmetic as in kube-scheduler.
 from __future__ import annotations
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.resource_weights import Args, parse_args
+from scheduler.plugins.helpers.resource_weights import Args, parse_args
 
 __all__ = ["NAME", "Args", "Plugin", "parse_args"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins.taint_toleration import tolerated, tolerations
-from scheduler.resources import UNSCHEDULABLE_TAINT
+from scheduler.framework.resources import UNSCHEDULABLE_TAINT
+from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 NAME = "NodeUnschedulable"
 _TAINT = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}

@@ -18,9 +18,9 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from scheduler.clusterindex import CSI_NODES, PVCS, PVS, STORAGE_CLASSES
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins import volumes as vol
+from scheduler.framework.clusterindex import CSI_NODES, PVCS, PVS, STORAGE_CLASSES
+from scheduler.plugins.helpers import volumes as vol
 
 NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"

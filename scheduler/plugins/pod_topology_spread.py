@@ -37,14 +37,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.clusterindex import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.labels import EVERYTHING, IN, LabelSelector
-from scheduler.plugins.node_affinity import required_terms, term_matches
-from scheduler.plugins.taint_toleration import tolerated, tolerations
+from scheduler.framework.clusterindex import (
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+)
+from scheduler.framework.labels import EVERYTHING, IN, LabelSelector
+from scheduler.plugins.helpers.node_affinity_terms import required_terms, term_matches
+from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"

@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.plugins.loadview import (
-    parse_prediction,
-    recent_cpu_m,
-    trimaran_spec,
-    usage,
-    usage_arrays,
-)
-from scheduler.resources import (
+from scheduler.framework.resources import (
     DEFAULT_REQUESTS_CPU_M,
     DEFAULT_REQUESTS_MULTIPLIER,
     go_round,
     go_round_array,
     predicted_cpu_m,
 )
+from scheduler.plugins.helpers.loadview import (
+    parse_prediction,
+    recent_cpu_m,
+    trimaran_spec,
+    usage,
+    usage_arrays,
+)
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "TargetLoadPacking"
 _KEY = NAME + ".predicted"

@@ -16,7 +16,7 @@ matching the node. Reasons as upstream, all unresolvable, in its order.
 
 WaitForFirstConsumer is built, not refused: a user asking for it expects a provisioner to create
 the volume where the pod goes, which is only possible if the scheduler says where. Filter keeps,
-per feasible node, what binding there would take; `pre_bind` (registered in binder.PRE_BIND)
+per feasible node, what binding there would take; `pre_bind` (its PreBind extension point)
 writes it for the chosen node before the pod's Binding: the `selected-node` annotation on claims
 to provision, and the claimRef on a matched static PV, as upstream's PreBind does. Each write
 carries the object's resourceVersion, so a concurrent change fails the binding (the pod is
@@ -37,15 +37,14 @@ from typing import TYPE_CHECKING, Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler import binder
-from scheduler.clusterindex import PVCS, PVS, STORAGE_CLASSES
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.labels import LabelSelector
-from scheduler.plugins import volumes as vol
+from scheduler.framework.clusterindex import PVCS, PVS, STORAGE_CLASSES
+from scheduler.framework.labels import LabelSelector
+from scheduler.plugins.helpers import volumes as vol
 from shared.quantities import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 NAME = "VolumeBinding"
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
@@ -102,6 +101,9 @@ class Plugin:
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()
+
+    def pre_bind(self, api: client.ApiClient, pod: PodInfo, node: str) -> str:
+        return pre_bind(api, pod, node)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool | Status:
         pod.memo.pop(NAME, None)  # plans of an earlier cycle are stale
@@ -408,6 +410,3 @@ def _api_message(exc: ApiException) -> str:
         return str(json.loads(exc.body).get("message") or exc.status)
     except (TypeError, ValueError, AttributeError):
         return f"HTTP {exc.status} {exc.reason}"
-
-
-binder.PRE_BIND.append(pre_bind)

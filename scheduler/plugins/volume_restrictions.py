@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.clusterindex import PVCS
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins import volumes as vol
+from scheduler.framework.clusterindex import PVCS
+from scheduler.plugins.helpers import volumes as vol
 
 NAME = "VolumeRestrictions"
 DISK_CONFLICT = "node(s) had no available disk"

@@ -11,9 +11,9 @@ the node's value (under the same key, or its GA name for a beta key) among its z
 
 from __future__ import annotations
 
-from scheduler.clusterindex import PVCS, PVS, STORAGE_CLASSES
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.plugins import volumes as vol
+from scheduler.framework.clusterindex import PVCS, PVS, STORAGE_CLASSES
+from scheduler.plugins.helpers import volumes as vol
 
 NAME = "VolumeZone"
 REASON = "node(s) had no available volume zone"

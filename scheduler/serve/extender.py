@@ -23,12 +23,13 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler import httpserve, kubeapi, resources
-from scheduler.binder import TIMEOUT, binding_body
-from scheduler.cycle import take_snapshot
-from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
-from scheduler.httpserve import BackgroundServer
-from scheduler.profile import Profile
+from scheduler.backend.cache import take_snapshot
+from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, resources
+from scheduler.framework.profile import Profile
+from scheduler.kube import kubeapi
+from scheduler.kube.binder import TIMEOUT, binding_body
+from scheduler.serve import httpserve
+from scheduler.serve.httpserve import BackgroundServer
 
 MAX_EXTENDER_PRIORITY = 10
 _REMEMBERED = 10_000  # pods seen in filter/prioritize, for their CPU prediction at bind time

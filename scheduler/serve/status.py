@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from scheduler import httpserve
-from scheduler.httpserve import BackgroundServer
+from scheduler.serve import httpserve
+from scheduler.serve.httpserve import BackgroundServer
 
 PREFIX = "ballast_scheduler"
 # Results of one scheduling attempt, as kube-scheduler names them.

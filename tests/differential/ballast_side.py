@@ -15,13 +15,12 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler import resources
-from scheduler.cache import ClusterCache
-from scheduler.clusterindex import NAMESPACES, PVCS, PVS, STORAGE_CLASSES
-from scheduler.config import DEFAULT_SCHEDULER_NAME, parse_config
-from scheduler.cycle import take_snapshot
-from scheduler.framework import CycleState, PodInfo
-from scheduler.profile import Profile, failure_message
+from scheduler.backend.cache import ClusterCache, take_snapshot
+from scheduler.config.loader import DEFAULT_SCHEDULER_NAME, parse_config
+from scheduler.config.profiles import profile_from_config
+from scheduler.framework import CycleState, PodInfo, resources
+from scheduler.framework.clusterindex import NAMESPACES, PVCS, PVS, STORAGE_CLASSES
+from scheduler.framework.status import failure_message
 
 
 class _Deaf:
@@ -55,7 +54,7 @@ class BallastView:
     def __init__(self, api: client.ApiClient) -> None:
         cfg = parse_config({"leaderElection": {"leaderElect": False}})
         profile_cfg = next(p for p in cfg.profiles if p.scheduler_name == DEFAULT_SCHEDULER_NAME)
-        self.profile = Profile.from_config(profile_cfg)
+        self.profile = profile_from_config(profile_cfg)
         self.cache = ClusterCache(api, (), _Deaf())
 
     def start(self, timeout: float = 30.0) -> None:

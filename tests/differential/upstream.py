@@ -17,8 +17,8 @@ from typing import Any
 from sandbox import processes
 from sandbox.controlplane import ControlPlane
 from sandbox.kube_scheduler import start_kube_scheduler
-from scheduler import httpserve
-from scheduler.httpserve import BackgroundServer
+from scheduler.serve import httpserve
+from scheduler.serve.httpserve import BackgroundServer
 
 FILTER_VERB = "filter"
 

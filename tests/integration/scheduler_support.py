@@ -9,8 +9,8 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler.config import parse_config
-from scheduler.profile import build_profiles
+from scheduler.config.loader import parse_config
+from scheduler.config.profiles import build_profiles
 from scheduler.runtime import Runtime, RuntimeOptions
 from tests.fixtures.ports import wait_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from tests.fixtures.ports import wait_for
 from tests.fixtures.watcher import WatcherProcess
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.framework import MetricStats, NodeInfo, NodeLoad, PodInfo, Snapshot
-from scheduler.resources import node_info, pod_info
+from scheduler.framework.resources import node_info, pod_info
 
 
 def container(cpu: str | None = None, memory: str | None = None, **kw: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import random
 from scheduler.framework import CPU, CycleState
 from scheduler.plugins import node_resources_fit as fit
 from scheduler.plugins import target_load_packing as tlp
-from scheduler.plugins.loadview import usage, usage_arrays
+from scheduler.plugins.helpers.loadview import usage, usage_arrays
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from scheduler.cache import ASSUME_GRACE, ClusterCache
-from scheduler.resources import pod_info
+from scheduler.backend.cache import ASSUME_GRACE, ClusterCache
+from scheduler.framework.resources import pod_info
 
 
 class Recorder:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.cache import decode, stream_lines
+from scheduler.backend.cache import decode, stream_lines
 
 
 class _Resp:

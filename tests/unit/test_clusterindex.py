@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.clusterindex import NAMESPACES, PVCS, ClusterIndex, object_key
+from scheduler.framework.clusterindex import NAMESPACES, PVCS, ClusterIndex, object_key
 from tests.unit.plugin_helpers import make_pod
 
 

@@ -1,9 +1,10 @@
 import pytest
 import yaml
 
-from scheduler import registry
-from scheduler.config import DEFAULT_FILTERS, load_config, parse_config, parse_duration
-from scheduler.errors import ConfigError
+from scheduler.config import registry
+from scheduler.config.loader import DEFAULT_FILTERS, load_config, parse_config
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.fields import parse_duration
 
 
 def refused(doc, message):

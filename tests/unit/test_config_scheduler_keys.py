@@ -5,10 +5,10 @@ import logging
 import pytest
 from kubernetes import client
 
-from scheduler.config import parse_config
-from scheduler.errors import ConfigError
-from scheduler.metrics_client import BearerToken
-from scheduler.profile import build_profiles
+from scheduler.backend.metrics_client import BearerToken
+from scheduler.config.loader import parse_config
+from scheduler.config.profiles import build_profiles
+from scheduler.framework.errors import ConfigError
 from scheduler.runtime import Runtime, RuntimeOptions
 
 WATCHER = "http://watcher:2020"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scheduler.config import load_config
+from scheduler.config.loader import load_config
 from watcher.config import Config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@
 
 from kubernetes import client
 
-from scheduler.events import SCHEDULER_ERROR, EventRecorder, pod_scheduled_false
 from scheduler.framework import PodInfo
+from scheduler.kube.events import SCHEDULER_ERROR, EventRecorder, pod_scheduled_false
 
 
 def pod(uid="u1"):

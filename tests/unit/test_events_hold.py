@@ -5,8 +5,8 @@ import time
 
 from kubernetes import client
 
-from scheduler import events
-from scheduler.binder import FAILED, Binder
+from scheduler.kube import events
+from scheduler.kube.binder import FAILED, Binder
 from tests.fixtures.ports import free_port
 from tests.unit.plugin_helpers import make_pod
 

@@ -3,9 +3,9 @@
 import pytest
 from kubernetes import client
 
-from scheduler import events
-from scheduler.events import EventRecorder, _Write
-from scheduler.kubeapi import Answer
+from scheduler.kube import events
+from scheduler.kube.events import EventRecorder, _Write
+from scheduler.kube.kubeapi import Answer
 
 WRITE = _Write("POST", "/apis/events.k8s.io/v1/namespaces/ns/events", {}, "event Scheduled")
 

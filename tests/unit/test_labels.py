@@ -1,10 +1,10 @@
-"""scheduler.labels: LabelSelector parsing and matching as apimachinery does it."""
+"""scheduler.framework.labels: LabelSelector parsing and matching as apimachinery does it."""
 
 from __future__ import annotations
 
 import pytest
 
-from scheduler.labels import EVERYTHING, NOTHING, LabelSelector
+from scheduler.framework.labels import EVERYTHING, NOTHING, LabelSelector
 
 
 def sel(**raw):

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from scheduler.metrics_client import (
+from scheduler.backend.metrics_client import (
     LOAD_WATCHER,
     MalformedAnswer,
     MetricsClient,

@@ -10,7 +10,7 @@ from scheduler.plugins import (
     taint_toleration,
 )
 from scheduler.plugins import target_load_packing as tlp
-from scheduler.plugins.loadview import usage, usage_arrays
+from scheduler.plugins.helpers.loadview import usage, usage_arrays
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 HARD = {"key": "k", "value": "v", "effect": "NoSchedule"}

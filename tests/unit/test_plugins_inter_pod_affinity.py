@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import Fields
-from scheduler.errors import ConfigError
 from scheduler.framework import CycleState, NodeInfo, PodInfo, snapshot_of
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.fields import Fields
+from scheduler.framework.resources import node_info, pod_info
 from scheduler.plugins import inter_pod_affinity as ipa
-from scheduler.resources import node_info, pod_info
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

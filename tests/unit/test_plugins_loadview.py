@@ -5,7 +5,7 @@ import pytest
 from scheduler.framework import CycleState
 from scheduler.plugins import load_variation_risk_balancing as lvrb
 from scheduler.plugins import target_load_packing as tlp
-from scheduler.plugins.loadview import blend_weight, usage
+from scheduler.plugins.helpers.loadview import blend_weight, usage
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import Fields
-from scheduler.errors import ConfigError
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status, snapshot_of
-from scheduler.labels import IN
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.fields import Fields
+from scheduler.framework.labels import IN
+from scheduler.framework.resources import node_info, pod_info
 from scheduler.plugins import pod_topology_spread as pts
-from scheduler.resources import node_info, pod_info
 
 HOST = "kubernetes.io/hostname"
 DNS, SA = "DoNotSchedule", "ScheduleAnyway"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from scheduler.config.registry import new_plugin
 from scheduler.framework import CycleState, snapshot_of
+from scheduler.framework.profile import Profile
+from scheduler.framework.status import PRE_FILTER_REJECTION, failure_message
+from scheduler.framework.unsupported import unsupported_fields
 from scheduler.plugins import node_name, node_ports
-from scheduler.profile import PRE_FILTER_REJECTION, Profile, failure_message
-from scheduler.registry import new_plugin
-from scheduler.unsupported import unsupported_fields
 from tests.unit.plugin_helpers import make_node, make_pod
 
 

@@ -1,13 +1,14 @@
 """Profile: filter and score passes, weights, normalisation, failure messages."""
 
-from scheduler.config import parse_config
+from scheduler.config.loader import parse_config
+from scheduler.config.profiles import build_profiles
 from scheduler.framework import CycleState
+from scheduler.framework.status import failure_message
 from scheduler.plugins import (
     metric_score,
     node_resources_balanced_allocation,
     node_resources_least_allocated,
 )
-from scheduler.profile import build_profiles, failure_message
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 

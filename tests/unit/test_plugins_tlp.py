@@ -1,6 +1,6 @@
 from scheduler.framework import CycleState
+from scheduler.framework.resources import go_round
 from scheduler.plugins.target_load_packing import Args, Plugin, tlp_score
-from scheduler.resources import go_round
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 

@@ -3,9 +3,9 @@
 import pytest
 
 from scheduler.framework import CycleState
+from scheduler.framework.resources import go_round
 from scheduler.plugins import load_variation_risk_balancing as lvrb
 from scheduler.plugins import low_risk_over_commitment as lroc
-from scheduler.resources import go_round
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 MI = 1024**2
@@ -59,7 +59,7 @@ def test_lvrb_counts_recently_bound_pods_on_fresh_data():
 
 
 def test_lvrb_negative_args_default_to_one():
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
     args = lvrb.parse_args(Fields({"safeVarianceMargin": -2, "safeVarianceSensitivity": -1}, "a"))
     assert (args.safe_variance_margin, args.safe_variance_sensitivity) == (1.0, 1.0)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.clusterindex import CSI_NODES, PVCS, PVS, STORAGE_CLASSES, object_key
 from scheduler.framework import CycleState, Snapshot, Status, snapshot_of
+from scheduler.framework.clusterindex import CSI_NODES, PVCS, PVS, STORAGE_CLASSES, object_key
 from scheduler.plugins import (
     node_volume_limits,
     volume_binding,
     volume_restrictions,
     volume_zone,
 )
-from scheduler.plugins.volumes import SELECTED_NODE
+from scheduler.plugins.helpers.volumes import SELECTED_NODE
 from tests.unit.plugin_helpers import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.config import Fields, parse_config
-from scheduler.errors import ConfigError
+from scheduler.config.loader import parse_config
 from scheduler.framework import CPU, UNRESOLVABLE_NODES, CycleState, PodInfo, TrialEdit, snapshot_of
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.fields import Fields
+from scheduler.framework.profile import Profile
 from scheduler.plugins import default_preemption as dp
 from scheduler.plugins import node_resources_fit, node_unschedulable
-from scheduler.profile import Profile
 from tests.unit.plugin_helpers import container, make_node, make_pod
 
 

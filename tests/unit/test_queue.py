@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from scheduler.backend.queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
 from scheduler.framework import PodInfo
-from scheduler.queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
 
 
 class Clock:

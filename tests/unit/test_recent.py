@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import MetricStats, NodeLoad
-from scheduler.recent import RecentlyBound
 
 
 def load(last_sample: float) -> NodeLoad:

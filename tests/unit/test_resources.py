@@ -1,6 +1,6 @@
 import pytest
 
-from scheduler.resources import effective, node_info, pod_info, predicted_cpu_m
+from scheduler.framework.resources import effective, node_info, pod_info, predicted_cpu_m
 from shared.quantities import QuantityError
 from tests.unit.plugin_helpers import container, make_node, make_pod
 

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import resources
+from scheduler.framework import resources
 
 EXAMPLES = int(os.environ.get("BALLAST_FUZZ_EXAMPLES", "25")) * 8
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

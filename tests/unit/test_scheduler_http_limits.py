@@ -7,9 +7,9 @@ import socket
 import pytest
 import requests
 
-from scheduler import httpserve
-from scheduler.extender import ExtenderServer, authorized
-from scheduler.server import StatusServer, Telemetry
+from scheduler.serve import httpserve
+from scheduler.serve.extender import ExtenderServer, authorized
+from scheduler.serve.status import StatusServer, Telemetry
 
 TOKEN = "ext-secret-0123"
 

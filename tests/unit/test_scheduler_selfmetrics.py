@@ -5,9 +5,9 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.backend.queue import SchedulingQueue
 from scheduler.framework import PodInfo
-from scheduler.queue import SchedulingQueue
-from scheduler.server import Telemetry
+from scheduler.serve.status import Telemetry
 
 
 class Elector:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from scheduler.framework import CycleState, MetricStats, NodeInfo, Snapshot
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 FRESH = "fresh"
 STALE = "stale"

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.clusterindex import ClusterIndex
 from scheduler.framework import PodInfo
-from scheduler.labels import EXISTS, IN, NOTHING, LabelSelector
+from scheduler.framework.clusterindex import ClusterIndex
+from scheduler.framework.labels import EXISTS, IN, NOTHING, LabelSelector
 
 MEMO_KEY = "InterPodAffinity"
 

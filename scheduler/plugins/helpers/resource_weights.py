@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scheduler.framework import CPU, MEMORY
 
 if TYPE_CHECKING:
-    from scheduler.config import Fields
+    from scheduler.framework.fields import Fields
 
 DEFAULT_RESOURCES = ((CPU, 1), (MEMORY, 1))
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.clusterindex import PVCS, PVS, STORAGE_CLASSES
 from scheduler.framework import PodInfo, Snapshot, Status
-from scheduler.plugins.node_affinity import expression_matches
+from scheduler.framework.clusterindex import PVCS, PVS, STORAGE_CLASSES
+from scheduler.plugins.helpers.node_affinity_terms import expression_matches
 
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"

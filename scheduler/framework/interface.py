@@ -1,0 +1,133 @@
+"""The scheduling framework's extension points, as kube-scheduler's framework/interface.go.
+
+A cycle builds a Snapshot (cluster state from the cache plus the metrics client's latest load
+data), runs every enabled filter plugin on every candidate node, then every score plugin on the
+nodes that passed, lets a plugin normalise its scores across nodes, and weights and sums them
+(framework/profile.py). Plugins never do I/O: everything they need is in the Snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.framework.types import CycleState, NodeInfo, PodInfo
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool | Status:
+        """Prepare per-pod data; False means this plugin has nothing to check for this pod.
+        A rejecting Status makes the pod unschedulable on every node with that one reason
+        (upstream's PreFilter returning Unschedulable)."""
+        ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        """The rejections among `nodes`, by index; the same verdicts as `filter` node by node,
+        for the price of one call (most nodes pass, and a call per node and plugin adds up)."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        """0..MAX_NODE_SCORE before normalisation."""
+        ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(ScorePlugin, Protocol):
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
+        """Rewrite `scores` (node -> score) in place to 0..MAX_NODE_SCORE."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> bool:
+        """Prepare per-pod data; False means this plugin gives every node the same score."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        """Scores for all nodes at once (vectorised); same values as `score` node by node."""
+        ...
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """A PostFilter plugin's answer for a pod that fits nowhere.
+
+    `nominated_node` set: the pod should go there once `victims` are gone (the cycle hands them
+    to the API side); "" with `clear` asks to drop an earlier nomination (upstream's
+    ModeOverride with an empty name); `message` joins the FailedScheduling text.
+    """
+
+    nominated_node: str = ""
+    victims: tuple[PodInfo, ...] = ()
+    message: str = ""
+    clear: bool = False
+
+
+class Handle(Protocol):
+    """What a PostFilter plugin may ask of the framework (upstream's framework.Handle)."""
+
+    def fits(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        """The profile's own filters for `pod` on `node` as it stands now, nominated pods of
+        equal or higher priority counted on it."""
+        ...
+
+    def nominated_node(self, pod: PodInfo) -> str:
+        """The node `pod` was nominated to by an earlier preemption, "" if none."""
+        ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        rejected: dict[str, list[str]],
+        handle: Handle,
+    ) -> PostFilterResult:
+        """Called only when no node passed the filters; `rejected` holds every node's reasons
+        and `state` the filter pass's (nodes no change could help are in UNRESOLVABLE_NODES)."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, api: Any, pod: PodInfo, node: str) -> str:
+        """Upstream's PreBind: API writes that must precede the pod's Binding to `node` (on a
+        binder thread, the only extension point that does I/O); "" to go on, else why the
+        binding must not happen (the cycle forgets the assumption and requeues the pod)."""
+        ...
+
+
+# CycleState key: names of the nodes whose rejection no preemption can help.
+UNRESOLVABLE_NODES = "framework.unresolvable_nodes"

@@ -1,0 +1,1 @@
+"""Talks to the kube-apiserver: raw requests, bindings, events, leader election, evictions."""

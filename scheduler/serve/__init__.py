@@ -1,0 +1,1 @@
+"""HTTP: the metrics/health server and kube-scheduler's extender API."""
