@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also build kube-scheduler with scheduler-plugins' Trimaran plugins",
     )
+    p.add_argument("--with-metrics-server", action="store_true", help="also build metrics-server")
     p.set_defaults(func=_guarded(cmd_build))
 
     p = commands.add_parser("up", help="start the control plane and N Ready fake nodes")
@@ -38,6 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--apiserver-port", type=int, default=defaults.APISERVER_PORT)
     p.add_argument("--etcd-port", type=int, default=defaults.ETCD_CLIENT_PORT)
     p.add_argument("--etcd-peer-port", type=int, default=defaults.ETCD_PEER_PORT)
+    p.add_argument(
+        "--with-metrics-server",
+        action="store_true",
+        help="also run metrics-server (metrics.k8s.io, `kubectl top`), fed by kwok's kubelets",
+    )
     p.set_defaults(func=_guarded(cmd_up))
 
     p = commands.add_parser("down", help="stop what `up` started, nothing else")
@@ -81,6 +87,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         with_kube_scheduler=args.with_kube_scheduler,
         say=lambda s: print(s, flush=True),
         with_trimaran=args.with_trimaran,
+        with_metrics_server=args.with_metrics_server,
     )
     return 0
 
@@ -91,12 +98,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         _free_if_zero(args.etcd_port),
         _free_if_zero(args.etcd_peer_port),
     )
-    plane = ControlPlane(args.state_dir, ports)
+    plane = ControlPlane(args.state_dir, ports, metrics_server=args.with_metrics_server)
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
     print(f"starting etcd, kube-apiserver and kwok with {args.nodes} node(s)...", flush=True)
     seconds = plane.start(specs)
     print(f"sandbox up in {seconds:.1f} s: {plane.base_url}, {args.nodes} node(s) Ready")
     print(f"logs in {plane.log_dir}; use it with:  eval $(ballast sandbox env)")
+    if args.with_metrics_server:
+        print("metrics-server registered; `kubectl top nodes` answers after its second scrape")
     return 0
 
 

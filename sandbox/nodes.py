@@ -13,6 +13,13 @@ from sandbox import defaults
 from sandbox.errors import NodesNotReadyError
 
 T = defaults.REQUEST_TIMEOUT
+# kwok serves every node's kubelet endpoints on its one port, so metrics-server (0.7+) follows
+# this annotation to the node's /metrics/resource; harmless without metrics-server.
+RESOURCE_METRICS_PATH = "metrics.k8s.io/resource-metrics-path"
+
+
+def resource_metrics_path(node: str) -> str:
+    return f"/metrics/nodes/{node}/metrics/resource"
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,11 @@ def node_body(spec: NodeSpec) -> client.V1Node:
     } | spec.labels
     capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": str(spec.pods)}
     return client.V1Node(
-        metadata=client.V1ObjectMeta(name=spec.name, labels=labels, annotations={key: value}),
+        metadata=client.V1ObjectMeta(
+            name=spec.name,
+            labels=labels,
+            annotations={key: value, RESOURCE_METRICS_PATH: resource_metrics_path(spec.name)},
+        ),
         spec=client.V1NodeSpec(taints=[client.V1Taint(**t) for t in spec.taints] or None),
         # The apiserver keeps a node's status on create; kwok then only adds conditions.
         status=client.V1NodeStatus(capacity=capacity, allocatable=dict(capacity)),
