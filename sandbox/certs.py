@@ -187,6 +187,7 @@ AGGREGATION_FILES = {
 # The name the apiserver's proxy client presents; the apiserver and metrics-server accept
 # request headers only from a certificate of the front-proxy CA with this common name.
 PROXY_CLIENT_NAME = "front-proxy-client"
+METRICS_SERVER_DNS = "metrics-server.kube-system.svc"
 
 
 @dataclass(frozen=True)
@@ -234,12 +235,15 @@ def ensure_aggregation_pki(pki: Pki) -> AggregationPki:
     client_key, client_cert = _leaf(
         proxy_ca_key, proxy_ca_name, _name(PROXY_CLIENT_NAME), ExtendedKeyUsageOID.CLIENT_AUTH
     )
-    loopback = x509.SubjectAlternativeName(
-        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    )
+    loopback = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     serving = ExtendedKeyUsageOID.SERVER_AUTH
-    ms_key, ms_cert = _leaf(ca_key, ca_name, _name("metrics-server"), serving, loopback)
-    kubelet_key, kubelet_cert = _leaf(ca_key, ca_name, _name("kwok-kubelet"), serving, loopback)
+    # The aggregator checks the name <service>.<namespace>.svc, whatever address it dials.
+    ms_names = x509.SubjectAlternativeName([x509.DNSName(METRICS_SERVER_DNS), *loopback])
+    ms_key, ms_cert = _leaf(ca_key, ca_name, _name("metrics-server"), serving, ms_names)
+    kubelet_names = x509.SubjectAlternativeName(loopback)
+    kubelet_key, kubelet_cert = _leaf(
+        ca_key, ca_name, _name("kwok-kubelet"), serving, kubelet_names
+    )
 
     for key_path, cert_path, key, cert in (
         (agg.front_proxy_ca_key, agg.front_proxy_ca_cert, proxy_ca_key, proxy_ca_cert),
