@@ -28,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from shared.lifecycle import SignalLatch, ignore_stop_signals
+
+    latch = SignalLatch()  # first: a signal during the imports below must not be lost
     from watcher import config as configuration
 
     overrides = {
@@ -43,7 +46,12 @@ def run(args: argparse.Namespace) -> int:
         config = configuration.load(args.config, overrides=overrides)
         from watcher.server import serve
 
-        return serve(config)
+        if latch.received is not None:
+            return 0
+        return serve(config, latch)
     except (ConfigError, StoreError) as exc:
         print(f"ballast watcher: {exc}", file=sys.stderr)
         return 2
+    finally:
+        # The master and each gunicorn worker leave through here (by return or SystemExit).
+        ignore_stop_signals()

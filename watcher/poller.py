@@ -13,8 +13,10 @@ import time
 from collections import Counter
 from typing import Any
 
+from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from shared.lifecycle import Lifecycle
 from watcher import defaults, snapshot
 from watcher.config import Config
 from watcher.errors import ProviderError, StoreError
@@ -26,6 +28,23 @@ from watcher.window import Frame, Window
 
 log = logging.getLogger(__name__)
 logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+class DaemonExecutor(BaseExecutor):
+    """Runs each job on a daemon thread of its own. APScheduler's thread pool is joined at
+    interpreter exit, so a poll stuck on a provider that never answers would hold a stopping
+    process for the provider's whole timeout; a stopped poller's jobs may simply be dropped."""
+
+    def _do_submit_job(self, job: Any, run_times: list[dt.datetime]) -> None:
+        def run() -> None:
+            try:
+                events = run_job(job, job._jobstore_alias, run_times, self._logger.name)
+            except BaseException as exc:  # noqa: BLE001 - handed to APScheduler, as its pool does
+                self._run_job_error(job.id, exc, exc.__traceback__)
+            else:
+                self._run_job_success(job.id, events)
+
+        threading.Thread(target=run, name=f"poller-{job.id}", daemon=True).start()
 
 
 class Poller:
@@ -54,11 +73,22 @@ class Poller:
         self._unsaved: list[Frame] = []  # warm-start frames, stored with the next poll
         self._logged: set[str] = set()
         self._tick_lock = threading.Lock()
+        # Taking the lock and handing it back on stop exclude each other: a poll in flight
+        # while the poller stops cannot take the lock again after the release.
+        self._lock_lock = threading.Lock()
         self._scheduler: BackgroundScheduler | None = None
+        self._life = Lifecycle("poller")
 
     # -- scheduling ---------------------------------------------------------------------------
     def start(self) -> None:
-        sched = BackgroundScheduler(daemon=True)
+        self._life.start(self._start)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop polling and hand the lock back; safe before, during or after start, and twice."""
+        self._life.stop(self._stop, timeout)
+
+    def _start(self) -> None:
+        sched = BackgroundScheduler(daemon=True, executors={"default": DaemonExecutor()})
         sched.add_job(
             self.tick,
             "interval",
@@ -82,22 +112,30 @@ class Poller:
         sched.start()
         self._scheduler = sched
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
-        if self.leading:
-            try:
-                self.store.release(self.holder)
-            except StoreError:
-                pass  # the TTL frees it
-        self.leading = False
+        with self._lock_lock:
+            if self.leading:
+                try:
+                    self.store.release(self.holder)
+                except StoreError:
+                    pass  # the TTL frees it
+            self.leading = False
+
+    def _lead(self) -> bool:
+        """Take or renew the lock, unless the poller is stopping."""
+        with self._lock_lock:
+            if self._life.stopping.is_set():
+                return False
+            return self.store.lead(self.holder, self.config.lock_ttl)
 
     def renew(self) -> None:
         if not self.leading:
             return
         try:
-            self.leading = self.store.lead(self.holder, self.config.lock_ttl)
+            self.leading = self._lead()
         except StoreError as exc:
             self.store_errors += 1
             self._log_once("store", f"renewing the poller lock failed: {exc}")
@@ -106,11 +144,11 @@ class Poller:
     def tick(self) -> None:
         with self._tick_lock:
             now = time.time()
-            if now < self._retry_at:
+            if now < self._retry_at or self._life.stopping.is_set():
                 return
             start = time.perf_counter()
             try:
-                if not self.store.lead(self.holder, self.config.lock_ttl):
+                if not self._lead():
                     if self.leading:
                         log.info("poller lock taken by %s; standing by", self.store.leader())
                     self.leading = False
@@ -210,6 +248,8 @@ class Poller:
             counters=self.counters(),
         )
         frames = self._unsaved + ([frame] if frame is not None else [])
+        if self._life.stopping.is_set():
+            return  # the lock is handed back; whoever polls next writes the window
         self.store.save(frames, doc, version)
         self._unsaved = []
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from shared import rundir as rundirs
+from shared.lifecycle import SignalLatch
 from watcher import providers
 from watcher import store as stores
 from watcher.config import Config
@@ -52,11 +54,13 @@ def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
 
 
 class WatcherApplication(BaseApplication):
-    def __init__(self, config: Config, rundir: str = "") -> None:
+    def __init__(self, config: Config, rundir: str = "", latch: SignalLatch | None = None) -> None:
         self.config = config
+        self.latch = latch
         self.memory = not config.redis_url
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.poller: Poller | None = None
+        self.poller: Poller | None = None  # the master's (Redis)
+        self.worker_poller: Poller | None = None  # the one worker's (in-memory store)
         # Not at module level: prometheus_client picks its multiprocess mode when first imported,
         # which must come after serve() has set PROMETHEUS_MULTIPROC_DIR.
         from watcher import selfmetrics
@@ -81,6 +85,7 @@ class WatcherApplication(BaseApplication):
             "when_ready": self._when_ready,
             "on_exit": self._on_exit,
             "child_exit": self._child_exit,
+            "worker_exit": self._worker_exit,
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
@@ -90,12 +95,16 @@ class WatcherApplication(BaseApplication):
 
         store = stores.create(self.config)
         if self.memory:
-            poller = make_poller(self.config, store, self.holder)
+            self.worker_poller = poller = make_poller(self.config, store, self.holder)
             poller.start()
             return create_app(self.config, store, self.holder, poller)
         return create_app(self.config, store, self.holder, figures=self.figures.read)
 
     def _when_ready(self, server: Any) -> None:
+        if self.latch is not None and self.latch.received is not None:
+            # A signal came before gunicorn's handlers existed: hand it to them, start nothing.
+            self.latch.replay()
+            return
         if not self.memory:
             self.poller = make_poller(self.config, stores.create(self.config), self.holder)
             self.poller.start()
@@ -107,6 +116,11 @@ class WatcherApplication(BaseApplication):
         self._stop_export.set()
         if self.poller is not None:
             self.poller.stop()
+
+    def _worker_exit(self, server: Any, worker: Any) -> None:
+        # In the worker: its poller's jobs must end before the interpreter does.
+        if self.worker_poller is not None:
+            self.worker_poller.stop()
 
     def _child_exit(self, server: Any, worker: Any) -> None:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -125,19 +139,19 @@ def check(config: Config) -> None:
                  config.workers)  # fmt: skip
 
 
-def serve(config: Config) -> int:
+def serve(config: Config, latch: SignalLatch | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     check(config)
-    rundir = tempfile.mkdtemp(prefix="ballast-watcher-")
+    rundir = rundirs.create("watcher")
     if config.redis_url and config.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Request metrics of all workers are merged through files in this directory.
         os.mkdir(multiproc := os.path.join(rundir, "metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc
     master = os.getpid()
     try:
-        WatcherApplication(config, rundir).run()
+        WatcherApplication(config, rundir, latch).run()
     finally:
         # gunicorn's forked workers leave through this frame too when they exit: only the
         # master may remove the folder, or a restarted worker loses its metrics files (500).

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
@@ -34,11 +34,8 @@ class PrometheusProvider:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         elif config.prometheus_ca_file:
             self.verify = config.prometheus_ca_file
-        # The queries of one poll run side by side: the poll takes as long as the slowest one.
-        self.pool = ThreadPoolExecutor(max_workers=max(1, len(specs)), thread_name_prefix="promql")
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False)
         self.session.close()
 
     def _get(self, path: str, params: dict[str, Any]) -> Any:
@@ -83,12 +80,30 @@ class PrometheusProvider:
     def fetch(self) -> Fetch:
         at = time.time()
         result = Fetch(time=at)
-        futures = {s.key: self.pool.submit(self._instant, s, at) for s in self.specs}
-        for key, future in futures.items():
+        answers: dict[str, Any] = {}
+
+        def query(spec: MetricSpec) -> None:
             try:
-                result.series[key] = future.result()
-            except ProviderError as exc:
-                result.errors[key] = exc
+                answers[spec.key] = self._instant(spec, at)
+            except Exception as exc:  # noqa: BLE001 - handed to the polling thread below
+                answers[spec.key] = exc
+
+        # The queries of one poll run side by side: the poll takes as long as the slowest one.
+        # Daemon threads, not a pool: a pool's threads are joined at interpreter exit, and a
+        # stopping watcher must not wait out a Prometheus that does not answer.
+        threads = [threading.Thread(target=query, args=(s,), daemon=True) for s in self.specs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for spec in self.specs:
+            answer = answers[spec.key]
+            if isinstance(answer, ProviderError):
+                result.errors[spec.key] = answer
+            elif isinstance(answer, Exception):
+                raise answer
+            else:
+                result.series[spec.key] = answer
         return result
 
     def history(self, start: float, end: float, step: float) -> list[Fetch]:
