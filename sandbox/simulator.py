@@ -5,6 +5,10 @@ it. A pod uses its requests times a random factor drawn once per pod from a seed
 reached linearly over a ramp-up delay after the pod is first seen bound; pods without requests
 use a small default. The result is served as node-exporter metrics through SyntheticExporter, so
 a placement changes what Prometheus scrapes, the watcher aggregates and the scheduler reads.
+With `kwok_usage=True` the same load also goes to kwok's simulated kubelets, which metrics-server
+scrapes: each pod and node gets its use as annotations once (`sandbox.metrics_server`), and kwok
+computes the ramp and the background's wobble itself at every scrape. kwok does not clamp a
+node at 100 % as the exporter does: its figures are the true demand.
 
 Cluster state comes from list+watch of nodes and pods (re-list on 410 Gone), never per-pod GETs.
 `node_loads` is the pure part and takes no I/O; `Simulator` wires it to the apiserver.
@@ -19,11 +23,13 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from sandbox import metrics_server
 from sandbox.exporter import SyntheticExporter
 from shared.quantities import QuantityError, bytes_value, cpu_millis
 
@@ -105,16 +111,49 @@ def background_load(seed: int, node: str, config: SimulatorConfig) -> tuple[floa
     return rng.uniform(*config.background_cpu), rng.uniform(*config.background_memory)
 
 
+def wobble_phase(seed: int, node: str) -> float:
+    return random.Random(f"{seed}:phase:{node}").uniform(0, 2 * math.pi)
+
+
+def full_use(pod: PodUse, config: SimulatorConfig) -> tuple[float, float]:
+    """(CPU millicores, memory bytes) the pod uses once its ramp is over."""
+    factor = pod_factor(config.seed, pod.key, config)
+    cpu = pod.cpu_m or config.default_cpu_m
+    memory = pod.memory_bytes or config.default_memory_bytes
+    return cpu * factor, memory * factor
+
+
+def pod_annotations(pod: PodUse, config: SimulatorConfig) -> dict[str, str]:
+    """The pod's use for kwok's kubelets (`sandbox.metrics_server`): what `pod_use` computes."""
+    cpu_m, memory = full_use(pod, config)
+    return {
+        metrics_server.USAGE_CPU: f"{cpu_m / 1000:.6f}",
+        metrics_server.USAGE_MEMORY: f"{memory:.0f}",
+        metrics_server.USAGE_SINCE: f"{pod.started:.3f}",
+        metrics_server.USAGE_RAMP: f"{config.ramp_seconds:g}",
+    }
+
+
+def node_annotations(node: str, cap: NodeCapacity, config: SimulatorConfig) -> dict[str, str]:
+    """The node's background for kwok's kubelets, in cores and bytes: what `node_loads` adds."""
+    bg_cpu, bg_mem = background_load(config.seed, node, config)
+    return {
+        metrics_server.BACKGROUND_CPU: f"{bg_cpu * cap.cpu_m / 100_000:.6f}",
+        metrics_server.BACKGROUND_MEMORY: f"{bg_mem * cap.memory_bytes / 100:.0f}",
+        metrics_server.BACKGROUND_WOBBLE: f"{config.wobble:g}",
+        metrics_server.BACKGROUND_PERIOD: f"{config.wobble_period:g}",
+        metrics_server.BACKGROUND_PHASE: repr(wobble_phase(config.seed, node)),
+    }
+
+
 def pod_use(pod: PodUse, now: float, config: SimulatorConfig) -> tuple[float, float]:
     """(CPU millicores, memory bytes) the pod uses at `now`."""
     if config.ramp_seconds > 0:
         ramp = min(1.0, max(0.0, (now - pod.started) / config.ramp_seconds))
     else:
         ramp = 1.0
-    factor = pod_factor(config.seed, pod.key, config) * ramp
-    cpu = pod.cpu_m or config.default_cpu_m
-    memory = pod.memory_bytes or config.default_memory_bytes
-    return cpu * factor, memory * factor
+    cpu, memory = full_use(pod, config)
+    return cpu * ramp, memory * ramp
 
 
 def node_loads(
@@ -135,7 +174,7 @@ def node_loads(
     loads = {}
     for name, cap in nodes.items():
         bg_cpu, bg_mem = background_load(config.seed, name, config)
-        phase = random.Random(f"{config.seed}:phase:{name}").uniform(0, 2 * math.pi)
+        phase = wobble_phase(config.seed, name)
         wobble = 1.0 + config.wobble * math.sin(2 * math.pi * now / config.wobble_period + phase)
         cpu = bg_cpu * wobble + (100.0 * used[name][0] / cap.cpu_m if cap.cpu_m > 0 else 0.0)
         mem = bg_mem + (100.0 * used[name][1] / cap.memory_bytes if cap.memory_bytes > 0 else 0.0)
@@ -175,17 +214,24 @@ def pod_requests(pod: dict) -> tuple[int, int]:
 
 
 class Simulator:
-    """Keeps the exporter's per-node load equal to background plus placed pods' use."""
+    """Keeps the exporter's per-node load equal to background plus placed pods' use, and with
+    `kwok_usage` the annotations kwok's kubelets report the same load from."""
 
     def __init__(
         self,
         api: client.ApiClient,
-        exporter: SyntheticExporter,
+        exporter: SyntheticExporter | None,
         config: SimulatorConfig | None = None,
         clock: Callable[[], float] = time.time,
+        kwok_usage: bool = False,
     ) -> None:
         self.api = api
         self.exporter = exporter
+        self.kwok_usage = kwok_usage
+        # What has been annotated already: pod uid -> (node, started); node -> capacity.
+        self._annotated_pods: dict[str, tuple[str, float]] = {}
+        self._annotated_nodes: dict[str, NodeCapacity] = {}
+        self._writer: ThreadPoolExecutor | None = None
         self.config = config or SimulatorConfig()
         self.clock = clock
         self._nodes: dict[str, NodeCapacity] = {}
@@ -214,6 +260,8 @@ class Simulator:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self._writer is not None:
+            self._writer.shutdown(wait=False, cancel_futures=True)
 
     def loads(self) -> dict[str, tuple[float, float]]:
         """The loads as of now, computed the same way the exporter is fed."""
@@ -232,11 +280,55 @@ class Simulator:
 
     def update(self) -> None:
         """Push the current loads to the exporter (the tick thread calls this every interval)."""
+        if self.kwok_usage:
+            self._annotate()
+        if self.exporter is None:
+            return
         loads = self.loads()
         for name, (cpu, memory) in loads.items():
             self.exporter.set(name, cpu=cpu, memory=memory)
         for name in set(self.exporter.nodes()) - set(loads):
             self.exporter.remove(name)
+
+    def _annotate(self) -> None:
+        """Writes the use of pods and nodes not annotated yet (once each, in parallel: a wave of
+        pods must not wait for one another's patch, their ramp has begun)."""
+        with self._lock:
+            pods = [(uid, p) for uid, p in self._pods.items() if self._pod_changed(uid, p)]
+            nodes = [(n, c) for n, c in self._nodes.items() if self._annotated_nodes.get(n) != c]
+            for uid, pod in pods:
+                self._annotated_pods[uid] = (pod.node, pod.started)
+            for name, cap in nodes:
+                self._annotated_nodes[name] = cap
+            gone = set(self._annotated_pods) - set(self._pods)
+            for uid in gone:
+                del self._annotated_pods[uid]
+        if not pods and not nodes:
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(8, thread_name_prefix="simulator-annotate")
+        core = client.CoreV1Api(self.api)
+        for _, pod in pods:
+            namespace, name = pod.key.split("/", 1)
+            body = {"metadata": {"annotations": pod_annotations(pod, self.config)}}
+            self._writer.submit(self._patch, core.patch_namespaced_pod, name, namespace, body)
+        for name, cap in nodes:
+            body = {"metadata": {"annotations": node_annotations(name, cap, self.config)}}
+            self._writer.submit(self._patch, core.patch_node, name, body)
+
+    def _pod_changed(self, uid: str, pod: PodUse) -> bool:
+        return self._annotated_pods.get(uid) != (pod.node, pod.started)
+
+    def _patch(self, patch: Callable, *args: object) -> None:
+        try:
+            patch(*args, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status != 404:  # deleted meanwhile
+                self.errors += 1
+                log.warning("simulator could not annotate %s: %s", args[0], exc.reason)
+        except Exception as exc:
+            self.errors += 1
+            log.warning("simulator could not annotate %s: %s", args[0], exc)
 
     def _tick(self) -> None:
         while not self._stop.is_set():
