@@ -58,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep everything running after the summary (dashboard, `ballast top`) until Ctrl-C",
     )
     parser.add_argument("--state-dir", help="folder for logs and state (default: a temp dir)")
+    parser.add_argument(
+        "--source",
+        choices=("prometheus", "metrics-server"),
+        default="prometheus",
+        help="what the watcher reads: Prometheus scraping the simulator, or metrics-server "
+        "scraping kwok's kubelets (the simulator feeds both the same load)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -73,7 +80,7 @@ def step(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="ballast-demo-"))
     state.mkdir(parents=True, exist_ok=True)
-    demo = Demo(state)
+    demo = Demo(state, args.source)
     # SIGTERM ends the demo like Ctrl-C, and Ctrl-C works even where a shell started the demo
     # with SIGINT ignored (a background job): everything started is stopped on the way out.
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -107,9 +114,15 @@ def _interrupt(*_: object) -> None:
 
 
 class Demo:
-    def __init__(self, state: Path) -> None:
+    def __init__(self, state: Path, source: str = "prometheus") -> None:
         self.state = state
-        self.plane = ControlPlane(state / "sandbox", Ports.free(), die_with_parent=True)
+        self.source = source
+        self.plane = ControlPlane(
+            state / "sandbox",
+            Ports.free(),
+            die_with_parent=True,
+            metrics_server=source == "metrics-server",
+        )
         self.stack = Stack(state / "services")
         self.api: client.ApiClient | None = None
         self.exporter: SyntheticExporter | None = None
@@ -132,19 +145,28 @@ class Demo:
         say(f"    {redis_url} ({time.monotonic() - t:.1f} s)")
 
         step("starting the load simulator (background load + placed pods' use)")
-        self.exporter = SyntheticExporter().start()
-        self.simulator = Simulator(self.api, self.exporter, SIMULATOR).start()
-        if not self.simulator.wait_synced(30):
-            raise TimeoutError("the simulator could not list nodes and pods within 30 s")
-        say(f"    node-exporter metrics at {self.exporter.url}/metrics")
-
-        t = step("starting prometheus (scrapes the simulator every second)")
-        prom = self.stack.start_prometheus(self.exporter.target)
-        say(f"    {prom} ({time.monotonic() - t:.1f} s)")
-
-        t = step("starting the watcher (polls Prometheus every 2 s, windows in Redis)")
         env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
-        self.watcher_url = self.stack.start_watcher(prom, redis_url, env)
+        if self.source == "metrics-server":
+            self.simulator = Simulator(self.api, None, SIMULATOR, kwok_usage=True).start()
+            if not self.simulator.wait_synced(30):
+                raise TimeoutError("the simulator could not list nodes and pods within 30 s")
+            say("    as annotations kwok's kubelets report; metrics-server scrapes them every 15 s")
+            t = step("starting the watcher (source: metrics-server, polls every 2 s, Redis)")
+            env["BALLAST_PROVIDER"] = "metrics-server"
+            self.watcher_url = self.stack.start_watcher("", redis_url, env)
+        else:
+            self.exporter = SyntheticExporter().start()
+            self.simulator = Simulator(self.api, self.exporter, SIMULATOR).start()
+            if not self.simulator.wait_synced(30):
+                raise TimeoutError("the simulator could not list nodes and pods within 30 s")
+            say(f"    node-exporter metrics at {self.exporter.url}/metrics")
+
+            t = step("starting prometheus (scrapes the simulator every second)")
+            prom = self.stack.start_prometheus(self.exporter.target)
+            say(f"    {prom} ({time.monotonic() - t:.1f} s)")
+
+            t = step("starting the watcher (source: Prometheus, polls every 2 s, Redis)")
+            self.watcher_url = self.stack.start_watcher(prom, redis_url, env)
         self._wait(self._watcher_sees_all_nodes, 60, "the watcher to report every node")
         say(f"    {self.watcher_url} ({time.monotonic() - t:.1f} s)")
 
