@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement chaos clean
 
 all: test
 
@@ -37,7 +37,12 @@ kube-scheduler-build: sandbox-build
 trimaran-build: kube-scheduler-build
 	$(BALLAST) sandbox build --with-trimaran
 
-test: sandbox-build kube-scheduler-build trimaran-build lint
+# metrics-server for the watcher's metrics-server tests, `ballast sandbox up --with-metrics-server`
+# and `--source metrics-server`; after the builds above, never beside them.
+metrics-server-build: trimaran-build
+	$(BALLAST) sandbox build --with-metrics-server
+
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.
@@ -45,8 +50,9 @@ fuzz: sandbox-build
 	BALLAST_FUZZ_EXAMPLES=300 BALLAST_FUZZ_SECONDS=300 $(VENV)/bin/pytest -q -p no:cacheprovider \
 		tests/integration/test_watcher_fuzz.py tests/unit/test_scheduler_fuzz.py
 
-demo: sandbox-build
-	$(BALLAST) demo
+# SOURCE=metrics-server: the watcher reads metrics-server instead of Prometheus.
+demo: sandbox-build $(if $(filter metrics-server,$(SOURCE)),metrics-server-build)
+	$(BALLAST) demo $(if $(SOURCE),--source $(SOURCE))
 
 demo-up: sandbox-build
 	$(BALLAST) demo --keep-running
@@ -68,8 +74,9 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
 	touch $@
 
-# BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45).
-bench-placement: trimaran-build $(VENV)/.bench-installed
+# BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45);
+# BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
+bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
