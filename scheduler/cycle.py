@@ -18,6 +18,8 @@ pop -> snapshot -> filter -> score -> pick -> assume -> bind (async) -> events
   nominate a node and name victims; the evictor deletes them off the cycle, and the pod waits
   for their deletion. Nominated pods of equal or higher priority count on their node for every
   later cycle, and a pod's own nominated node is tried first, as upstream does.
+- record: with a decision store, each attempt's reasoning (counts, the top nodes' scores plugin
+  by plugin, their load view, the winner's margin, preemption) for `ballast explain`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from scheduler.backend import decisions as outcomes
+from scheduler.backend import explanation
 from scheduler.backend.cache import take_snapshot
+from scheduler.backend.decisions import DecisionStore
 from scheduler.backend.nominations import Nominations
 from scheduler.framework import (
     CycleState,
@@ -39,7 +44,7 @@ from scheduler.framework import (
     Status,
     resources,
 )
-from scheduler.framework.profile import Profile
+from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.status import failure_message
 from scheduler.kube import binder as binding
 from scheduler.kube.events import SCHEDULER_ERROR
@@ -85,6 +90,7 @@ class Cycle:
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
         evictor_factory: Callable[[Finished], Evictor] | None = None,
+        decisions: DecisionStore | None = None,
     ) -> None:
         self.profiles = profiles
         self.cache = cache
@@ -100,6 +106,8 @@ class Cycle:
         self._won: dict[str, int] = {}  # pod uid -> its node's winning score, until bound
         self.nominations = Nominations()
         self.evictor = evictor_factory(self.preemption_done) if evictor_factory else None
+        self.decisions = decisions  # None: nothing recorded, nothing spent on it
+        self._considered = 0  # nodes the last filter pass looked at
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -128,11 +136,15 @@ class Cycle:
             return UNSCHEDULABLE
         loads = self.loads()
         now = time.time()
+        record = self.decisions
         with self.cache.lock:
             nodes = self.cache.node_list()
             snap = take_snapshot(self.cache, loads, self.recent, now)
             state = CycleState()
+            if record is not None:
+                state[FILTER_TALLY] = {}
             feasible = self._nominated_fit(profile, pod, snap, state)
+            self._considered = len(feasible)
             reasons: dict[str, Any] = {}
             if not feasible:
                 feasible, reasons = self._filter(profile, pod, nodes, snap, state)
@@ -143,26 +155,55 @@ class Cycle:
                 post = self._post_filter(profile, pod, snap, state, reasons)
                 if post.message:
                     message = f"{message} {post.message}"
+                if record is not None:
+                    counts = self._node_counts(len(nodes), 0, 0)
+                    detail = explanation.unschedulable(
+                        pod, counts, reasons, state, message, post, self.predicted_cpu_m(pod)
+                    )
+                    outcome = outcomes.PREEMPTING if post.nominated_node else outcomes.UNSCHEDULABLE
+                    node = post.nominated_node
+                    record.add(pod.key, pod.uid, now, profile.scheduler_name, outcome, node, detail)
                 self.queue.unschedulable(pod)
                 self.events.failed(pod, message)
                 log.info("%s unschedulable: %s", pod.key, message)
                 return UNSCHEDULABLE
+            parts = None
             if len(feasible) == 1:
                 chosen = feasible[0].name
             else:
-                scores = profile.score(pod, feasible, snap, state)
+                parts = ScoreParts() if record is not None else None
+                scores = profile.score(pod, feasible, snap, state, parts)
                 chosen = pick(scores, self.rng)
                 self._won[pod.uid] = scores[chosen]
             self._count_fallbacks(state)
+            predicted_m = self.predicted_cpu_m(pod)
+            if record is not None:  # before the pod counts on its node: the view it was judged by
+                counts = self._node_counts(len(nodes), len(feasible), len(feasible) if parts else 0)
+                detail = explanation.placed(
+                    pod, counts, reasons, state, snap, parts, chosen, predicted_m, record.top
+                )
+                record.add(
+                    pod.key, pod.uid, now, profile.scheduler_name, outcomes.BINDING, chosen, detail
+                )
             if not self.cache.assume(pod, chosen):
+                if record is not None:
+                    record.outcome(
+                        pod.key, pod.uid, outcomes.ERROR, "the cache refused to assume it"
+                    )
                 self.queue.requeue_backoff(pod)
                 return ERROR
             # Counted now, not when the bind returns: the next pod of a burst must see it.
-            self.recent.record(pod.uid, chosen, self.predicted_cpu_m(pod), now)
+            self.recent.record(pod.uid, chosen, predicted_m, now)
         self.queue.done(pod.uid)
         self.nominations.clear(pod.uid)
         self.binder.bind(pod, chosen)
         return SCHEDULED
+
+    # --- the decision record ---------------------------------------------------------------
+    def _node_counts(self, total: int, feasible: int, scored: int) -> dict[str, Any]:
+        wanted = nodes_to_find(total, self.percentage)
+        considered = self._considered or total
+        return explanation.node_counts(total, considered, feasible, scored, self.percentage, wanted)
 
     # --- nominations and preemption -------------------------------------------------------
     def nominated_node(self, pod: PodInfo) -> str:
@@ -263,6 +304,7 @@ class Cycle:
     ) -> tuple[list[NodeInfo], dict[str, Any]]:
         total = len(nodes)
         wanted = nodes_to_find(total, self.percentage)
+        self._considered = total
         if wanted >= total:
             return profile.filter(pod, nodes, snap, state)
         start = self._next_start % total
@@ -281,6 +323,7 @@ class Cycle:
             feasible.extend(ok)
             reasons.update(why)
         self._next_start = (start + seen) % total
+        self._considered = seen
         return feasible[:wanted] if len(feasible) > wanted else feasible, reasons
 
     def _count_fallbacks(self, state: CycleState) -> None:
@@ -303,6 +346,14 @@ class Cycle:
     def binding_done(self, pod: PodInfo, node: str, result: str, detail: str) -> None:
         self.telemetry.binds.labels(result).inc()
         score = self._won.pop(pod.uid, None)
+        if self.decisions is not None:
+            outcome = outcomes.BOUND if result == binding.BOUND else outcomes.BIND_FAILED
+            self.decisions.outcome(
+                pod.key,
+                pod.uid,
+                outcome,
+                "" if outcome == outcomes.BOUND else f"{result}: {detail}",
+            )
         if result == binding.BOUND:
             # The window must contain the pod's usage after its start, i.e. after this moment.
             self.recent.record(pod.uid, node, self.predicted_cpu_m(pod))

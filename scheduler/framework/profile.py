@@ -2,11 +2,15 @@
 
 The cycle calls `filter` then `score`; both share a CycleState so per-pod work (predicted CPU,
 parsed affinity) is done once and the metrics fallbacks are counted in `state.fallbacks`.
+For the decision record (`ballast explain`) both can show their parts: a `FILTER_TALLY` dict in
+the state collects each filter's rejections, and `score(..., parts=ScoreParts())` keeps each
+plugin's raw and normalised scores. Neither costs anything when not asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +33,22 @@ from scheduler.framework.status import PRE_FILTER_REJECTION, Status
 from scheduler.framework.types import CycleState, NodeInfo, PodInfo
 
 _ACTIVE_FILTERS = "profile.filters"
+# CycleState keys, set by a caller that records decisions: FILTER_TALLY holds a dict that
+# `filter` fills with {plugin name: {reason: rejected nodes}}; PRE_FILTER_PLUGIN is the name of
+# the PreFilter that rejected the whole pod.
+FILTER_TALLY = "profile.filter_tally"
+PRE_FILTER_PLUGIN = "profile.pre_filter_plugin"
+
+
+@dataclass
+class ScoreParts:
+    """One score pass taken apart: node names and totals in the pass's order, and per plugin
+    (name, weight, raw scores, normalised scores); a plugin its pre_score skipped has None for
+    both (it would add the same to every node)."""
+
+    names: list[str] = field(default_factory=list)
+    totals: Any = None  # numpy int64 array, aligned with names
+    plugins: list[tuple[str, int, Any, Any]] = field(default_factory=list)
 
 
 class Profile:
@@ -76,6 +96,7 @@ class Profile:
                 state.setdefault(UNRESOLVABLE_NODES, set()).update(n.name for n in nodes)
             return [], {node.name: list(rejection.reasons) for node in nodes}
         reasons: dict[str, list[str]] = {}
+        tally = state.get(FILTER_TALLY)
         # Plugin by plugin over the nodes still standing, so a node stops at its first failing
         # plugin as in kube-scheduler; batch plugins judge all of them in one call.
         feasible = nodes
@@ -89,6 +110,8 @@ class Profile:
                     if not status.ok:
                         rejected[i] = status
             if rejected:
+                if tally is not None:
+                    _count_rejections(tally, plugin.name, rejected.values())
                 for i, status in rejected.items():
                     reasons[feasible[i].name] = list(status.reasons)
                     if status.unresolvable:  # preemption skips these nodes
@@ -138,6 +161,7 @@ class Profile:
             if isinstance(verdict, Status):
                 if not verdict.ok:
                     state[PRE_FILTER_REJECTION] = verdict
+                    state[PRE_FILTER_PLUGIN] = plugin.name
                     return []
                 active.append(plugin)
             elif verdict:
@@ -150,25 +174,34 @@ class Profile:
         nodes: list[NodeInfo],
         snap: Snapshot,
         state: CycleState | None = None,
+        parts: ScoreParts | None = None,
     ) -> dict[str, int]:
         """{node: sum of weight * normalised score}. A plugin whose pre_score says every node
-        would score the same is skipped: a constant offset never changes the pick."""
+        would score the same is skipped: a constant offset never changes the pick. With
+        `parts`, the pass is also kept there piece by piece (references, no copies)."""
         state = CycleState() if state is None else state
         names = [n.name for n in nodes]
         totals = np.zeros(len(nodes), dtype=np.int64)
         for (plugin, weight), kinds in zip(self.scores, self._score_kinds, strict=True):
             pre, batch, normalize = kinds
             if pre and not plugin.pre_score(state, pod, nodes, snap):
+                if parts is not None:
+                    parts.plugins.append((plugin.name, weight, None, None))
                 continue
             if batch:
                 values = plugin.score_all(state, pod, nodes, snap)
             else:
                 values = [plugin.score(state, pod, node, snap) for node in nodes]
+            raw = values
             if normalize:
                 by_node = dict(zip(names, values, strict=True))
                 plugin.normalize(state, pod, by_node)
                 values = [by_node[n] for n in names]
             totals += weight * np.asarray(values, dtype=np.int64)
+            if parts is not None:
+                parts.plugins.append((plugin.name, weight, raw, values))
+        if parts is not None:
+            parts.names, parts.totals = names, totals
         return dict(zip(names, totals.tolist(), strict=True))
 
     def pre_bind(self, api: Any, pod: PodInfo, node: str) -> str:
@@ -178,3 +211,10 @@ class Profile:
             if detail:
                 return detail
         return ""
+
+
+def _count_rejections(tally: dict[str, dict[str, int]], plugin: str, statuses: Any) -> None:
+    counts = tally.setdefault(plugin, {})
+    for status in statuses:
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
