@@ -7,6 +7,8 @@ import hashlib
 import hmac
 import json
 import logging
+import math
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -59,6 +61,30 @@ class BodyCache:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return body
+
+
+class WorkloadsReader:
+    """The stored profiles document, re-read at most every `every` seconds (0: each time, for
+    the in-process store whose read is free)."""
+
+    def __init__(self, store: Store, every: float) -> None:
+        self.store = store
+        self.every = every
+        self._at = -math.inf
+        self._raw: bytes | None = None
+        self._parsed: tuple[Body, dict[str, Any]] | tuple[None, None] = (None, None)
+        self._lock = threading.Lock()
+
+    def get(self) -> tuple[Body, dict[str, Any]] | tuple[None, None]:
+        with self._lock:
+            if time.monotonic() - self._at < self.every:
+                return self._parsed
+            raw = self.store.workloads_doc()
+            self._at = time.monotonic()
+            if raw != self._raw:
+                self._raw = raw
+                self._parsed = (Body(raw), json.loads(raw)) if raw else (None, None)
+            return self._parsed
 
 
 def dumps(doc: Any) -> bytes:
@@ -232,6 +258,34 @@ def create_app(
             return error(503, str(exc))
         data = [[t, round(v, 3)] for t, v in window.samples(metric, node)]
         return send(Body(dumps({"node": node, "metric": metric, "samples": data})))
+
+    workloads = WorkloadsReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
+
+    @app.get("/api/v1/workloads")
+    def workload_list() -> Response:
+        try:
+            body, doc = workloads.get()
+        except StoreError as exc:
+            return error(503, str(exc))
+        if doc is None:
+            return error(404, "no workload profiles yet: pod usage is off or not polled yet")
+        namespace = request.args.get("namespace")
+        if not namespace:
+            return send(body)
+        items = doc.get("workloads") or {}
+        picked = {k: w for k, w in items.items() if w.get("namespace") == namespace}
+        return send(Body(dumps({**doc, "workloads": picked})))
+
+    @app.get("/api/v1/workloads/<namespace>/<kind>/<name>")
+    def workload(namespace: str, kind: str, name: str) -> Response:
+        try:
+            _, doc = workloads.get()
+        except StoreError as exc:
+            return error(503, str(exc))
+        found = ((doc or {}).get("workloads") or {}).get(f"{namespace}/{kind}/{name}")
+        if found is None:
+            return error(404, f"no profile for {kind} {namespace}/{name}")
+        return send(Body(dumps(found)))
 
     @app.get("/api/v1/status")
     def status() -> Response:

@@ -109,6 +109,12 @@ class Config:
     map_node_addresses: bool = True
     kube_refresh: float = defaults.KUBE_REFRESH
     snapshot_check: float = defaults.SNAPSHOT_CHECK
+    # Pod usage and workload profiles (watcher/pods.py); queries return one series per pod.
+    pod_usage: bool = defaults.POD_USAGE
+    pod_cpu_query: str = defaults.POD_CPU_QUERY
+    pod_memory_query: str = defaults.POD_MEMORY_QUERY
+    profile_window: float = defaults.PROFILE_WINDOW
+    max_profiles: int = defaults.MAX_PROFILES
 
     # -- derived values -----------------------------------------------------------------------
     @property
@@ -151,6 +157,13 @@ class Config:
             )
         return specs
 
+    def pod_queries(self) -> dict[str, str]:
+        """The per-pod usage queries, `$range` substituted: CPU in cores, memory in bytes."""
+        return {
+            "cpu": self.pod_cpu_query.replace("$range", self.rate_range),
+            "memory": self.pod_memory_query.replace("$range", self.rate_range),
+        }
+
     def _expand(self, query: str) -> str:
         return query.replace("$label", self.node_label).replace("$range", self.rate_range)
 
@@ -170,7 +183,15 @@ class Config:
             problems.append("prometheus_url is required for the prometheus provider")
         if self.query_preset not in PRESETS:
             problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
-        for name in ("poll_interval", "window", "tolerance", "lock_ttl", "provider_timeout"):
+        for name in (
+            "poll_interval",
+            "window",
+            "tolerance",
+            "lock_ttl",
+            "provider_timeout",
+            "profile_window",
+            "max_profiles",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
         for path in self.api_open_paths:

@@ -28,3 +28,16 @@ RATE_RANGE = "1m"  # the range of rate() in the default CPU query
 QUERY_PRESET = "node-exporter"
 KUBE_REFRESH = 60.0  # seconds between refreshes of the Node list used for name mapping
 WARM_START = True
+
+# Pod usage (cAdvisor's series, as kubelets expose them) and workload profiles.
+POD_USAGE = True
+POD_CPU_QUERY = (
+    'sum by (namespace, pod) (irate(container_cpu_usage_seconds_total{container!="",'
+    'container!="POD",pod!=""}[$range]))'
+)
+POD_MEMORY_QUERY = (
+    'sum by (namespace, pod) (container_memory_working_set_bytes{container!="",'
+    'container!="POD",pod!=""})'
+)
+PROFILE_WINDOW = 3600.0  # seconds of per-replica samples a workload profile spans
+MAX_PROFILES = 100_000  # workload revisions kept (the least recently seen go first)

@@ -30,3 +30,13 @@ class Keys:
     def version(self) -> str:
         """The snapshot's version, read cheaply by API workers to see whether it changed."""
         return f"{self.prefix}snapshot:version"
+
+    @property
+    def workloads(self) -> str:
+        """Workload profiles' statistics and the pod poll's status, as JSON (the API's answer)."""
+        return f"{self.prefix}workloads"
+
+    @property
+    def workload_rings(self) -> str:
+        """Hash `namespace/Kind/name|revision` -> that profile's samples (watcher/profiles.py)."""
+        return f"{self.prefix}workloads:rings"

@@ -126,6 +126,54 @@ SAMPLES_DOC = {
         },
     },
 }
+PERCENTILES = {
+    "type": "object",
+    "nullable": True,
+    "required": ["p50", "p95", "max"],
+    "properties": {k: NUMBER for k in ("p50", "p95", "max")},
+}
+REVISION_DOC = {
+    "type": "object",
+    "required": ["samples", "replicas", "distinctPods", "first", "last", "cpu", "memory"],
+    "properties": {
+        "samples": {"type": "integer", "minimum": 0},
+        "samplesTotal": {"type": "integer", "minimum": 0},
+        "replicas": {"type": "integer", "minimum": 0},
+        "distinctPods": {"type": "integer", "minimum": 0},
+        "first": {"type": "number", "nullable": True},
+        "last": {"type": "number", "nullable": True},
+        "cpu": {**PERCENTILES, "description": "millicores per replica"},
+        "memory": {**PERCENTILES, "description": "bytes per replica"},
+    },
+}
+WORKLOAD_DOC = {
+    "type": "object",
+    "required": ["namespace", "kind", "name", "current", "revisions"],
+    "properties": {
+        "namespace": {"type": "string"},
+        "kind": {
+            "type": "string",
+            "enum": ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"],
+        },
+        "name": {"type": "string"},
+        "current": {"type": "string", "description": "the newest revision's template hash"},
+        "revisions": {"type": "object", "additionalProperties": REVISION_DOC},
+    },
+}
+WORKLOADS_DOC = {
+    "type": "object",
+    "required": ["built", "window", "workloads", "lastPoll", "pods"],
+    "properties": {
+        "built": NUMBER,
+        "window": NUMBER,
+        "perPoll": {"type": "integer"},
+        "capacity": {"type": "integer"},
+        "lastPoll": LAST_POLL,
+        "pods": {"type": "integer", "minimum": 0},
+        "rejected": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "workloads": {"type": "object", "additionalProperties": WORKLOAD_DOC},
+    },
+}
 STATUS_DOC = {
     "type": "object",
     "required": ["source", "store", "poller", "provider", "snapshot"],
@@ -284,6 +332,36 @@ def document(
                     ),
                 ],  # fmt: skip
                 guard("/api/v1/nodes/x/samples"),
+            ),
+            "/api/v1/workloads": _get(
+                "Workload profiles: per-replica CPU and memory by workload revision",
+                {
+                    "200": _json("profiles", WORKLOADS_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("pod usage off or not polled yet"),
+                    "503": _error("store unavailable"),
+                },
+                [
+                    _param(
+                        "namespace", "query", "only this namespace's workloads", {"type": "string"}
+                    )
+                ],
+                guard("/api/v1/workloads"),
+            ),
+            "/api/v1/workloads/{namespace}/{kind}/{name}": _get(
+                "One workload's profile, all kept revisions",
+                {
+                    "200": _json("profile", WORKLOAD_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("no profile for that workload"),
+                    "503": _error("store unavailable"),
+                },
+                [
+                    _param("namespace", "path", "namespace", {"type": "string"}),
+                    _param("kind", "path", "controller kind", WORKLOAD_DOC["properties"]["kind"]),
+                    _param("name", "path", "workload name", {"type": "string"}),
+                ],
+                guard("/api/v1/workloads/x/Deployment/y"),
             ),
             "/api/v1/status": _get(
                 "Provider, store and poller leadership status",

@@ -71,6 +71,7 @@ class Poller:
         self._failures = 0
         self._retry_at = 0.0
         self._unsaved: list[Frame] = []  # warm-start frames, stored with the next poll
+        self.pods: Any = None  # watcher.podpoller.PodPoller, polled after the node frame
         self._logged: set[str] = set()
         self._tick_lock = threading.Lock()
         # Taking the lock and handing it back on stop exclude each other: a poll in flight
@@ -178,6 +179,8 @@ class Poller:
         elif not len(self.window) and self.config.warm_start:
             self._warm_start(now)
         log.info("poller %s active with %d frames in the window", self.holder, len(self.window))
+        if self.pods is not None:
+            self.pods.take_over()
 
     def _warm_start(self, now: float) -> None:
         try:
@@ -252,6 +255,8 @@ class Poller:
             return  # the lock is handed back; whoever polls next writes the window
         self.store.save(frames, doc, version)
         self._unsaved = []
+        if self.pods is not None:
+            self.pods.poll()
 
     def counters(self) -> dict[str, Any]:
         return {

@@ -93,6 +93,25 @@ class RedisStore:
     def load_snapshot(self) -> bytes | None:
         return self._do("snapshot", lambda: self.client.get(self.keys.snapshot))
 
+    def save_workloads(self, doc: bytes, rings: dict[str, bytes] | None, keep: float) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        keep = max(self.keep_ms, int(keep * 1000))
+        pipe.set(self.keys.workloads, doc, px=keep)
+        if rings is not None:
+            pipe.delete(self.keys.workload_rings)
+            if rings:
+                pipe.hset(self.keys.workload_rings, mapping=rings)
+                pipe.pexpire(self.keys.workload_rings, keep)
+        self._do("save workloads", pipe.execute)
+
+    def load_workloads(self) -> tuple[bytes | None, dict[str, bytes]]:
+        doc = self.workloads_doc()
+        rings = self._do("workload rings", lambda: self.client.hgetall(self.keys.workload_rings))
+        return doc, {k.decode(): v for k, v in rings.items()}
+
+    def workloads_doc(self) -> bytes | None:
+        return self._do("workloads", lambda: self.client.get(self.keys.workloads))
+
     def lead(self, holder: str, ttl: float) -> bool:
         ms = max(1, int(ttl * 1000))
         return bool(self._do("lock", lambda: self._lead(keys=[self.keys.lock], args=[holder, ms])))

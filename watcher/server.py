@@ -50,7 +50,31 @@ def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
     if api is not None and config.map_node_addresses:
         kube = KubeNodes(api, config.kube_refresh, config.provider_timeout)
     provider = providers.create(config, api)
-    return Poller(config, provider, store, NodeNamer(kube), holder)
+    poller = Poller(config, provider, store, NodeNamer(kube), holder)
+    poller.pods = make_pod_poller(config, provider, store, api)
+    return poller
+
+
+def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any) -> Any:
+    """Pod usage and workload profiles (watcher/podpoller.py), or None when turned off."""
+    if not config.pod_usage:
+        return None
+    from watcher.owners import PodOwners
+    from watcher.podpoller import PodPoller
+    from watcher.podusage import MetricsServerPods, PrometheusPods
+
+    if config.provider == "prometheus":
+        source: Any = PrometheusPods(provider, config.pod_queries())
+    else:
+        source = MetricsServerPods(provider)
+    owners = None
+    if api is not None:
+        owners = PodOwners(
+            api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
+        )
+    return PodPoller(
+        source, owners, store, config.profile_window, config.poll_interval, config.max_profiles
+    )
 
 
 class WatcherApplication(BaseApplication):

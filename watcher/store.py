@@ -30,6 +30,16 @@ class Store(Protocol):
 
     def load_snapshot(self) -> bytes | None: ...
 
+    def save_workloads(self, doc: bytes, rings: dict[str, bytes] | None, keep: float) -> None:
+        """Persist the workload profiles' statistics, and their rings when given (replacing
+        the stored ones); both expire `keep` seconds after the last write."""
+
+    def load_workloads(self) -> tuple[bytes | None, dict[str, bytes]]:
+        """(statistics document, rings by field)."""
+        ...
+
+    def workloads_doc(self) -> bytes | None: ...
+
     def lead(self, holder: str, ttl: float) -> bool:
         """Take or renew the poller lock for `holder`; True while `holder` holds it."""
 
@@ -50,6 +60,8 @@ class MemoryStore:
         self._frames: list[Frame] = []
         self._snapshot: bytes | None = None
         self._version: str | None = None
+        self._workloads: bytes | None = None
+        self._rings: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def ping(self) -> None:
@@ -72,6 +84,19 @@ class MemoryStore:
 
     def load_snapshot(self) -> bytes | None:
         return self._snapshot
+
+    def save_workloads(self, doc: bytes, rings: dict[str, bytes] | None, keep: float) -> None:
+        with self._lock:
+            self._workloads = doc
+            if rings is not None:
+                self._rings = rings
+
+    def load_workloads(self) -> tuple[bytes | None, dict[str, bytes]]:
+        with self._lock:
+            return self._workloads, dict(self._rings)
+
+    def workloads_doc(self) -> bytes | None:
+        return self._workloads
 
     def lead(self, holder: str, ttl: float) -> bool:
         return True

@@ -65,12 +65,16 @@ class PrometheusProvider:
             raise ProviderError("bad_json", f"{url}: no data.result list in the answer")
         return data
 
-    def _instant(self, spec: MetricSpec, at: float) -> list[tuple[str | None, Any]]:
-        data = self._get("/api/v1/query", {"query": spec.query, "time": f"{at:.3f}"})
+    def vector(self, query: str, at: float, what: str = "query") -> list[Any]:
+        """An instant query's result items as Prometheus gives them (labels left to the caller)."""
+        data = self._get("/api/v1/query", {"query": query, "time": f"{at:.3f}"})
         if data.get("resultType") != "vector":
-            raise ProviderError("bad_result", f"{spec.key}: expected a vector result")
+            raise ProviderError("bad_result", f"{what}: expected a vector result")
+        return data["result"]
+
+    def _instant(self, spec: MetricSpec, at: float) -> list[tuple[str | None, Any]]:
         out = []
-        for item in data["result"]:
+        for item in self.vector(spec.query, at, spec.key):
             try:
                 out.append((item["metric"].get(self.label), item["value"][1]))
             except (KeyError, IndexError, TypeError, AttributeError):

@@ -1,0 +1,111 @@
+"""One poll of pod usage: fetch, join pods to workloads, feed the profiles, store them.
+
+Runs inside the node poller's tick, on the replica holding the poller lock, after the node
+frame is stored: node data never waits on pods. The profiles' statistics are written every
+poll (a small JSON document the API serves); their rings, which only a poller taking over
+needs, at most every `PERSIST_EVERY` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from shared.workloads import Workload
+from watcher.owners import PodOwners
+from watcher.podusage import PodSource
+from watcher.profiles import PodSample, ProfileBook
+
+log = logging.getLogger(__name__)
+
+PERSIST_EVERY = 60.0
+
+
+class PodPoller:
+    def __init__(
+        self,
+        source: PodSource,
+        owners: PodOwners | None,
+        store: Any,
+        window: float,
+        poll_interval: float,
+        max_profiles: int,
+    ) -> None:
+        self.source = source
+        self.owners = owners
+        self.store = store
+        self.book = ProfileBook(window, poll_interval, max_profiles=max_profiles)
+        self.rejected: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.pods = 0  # pods with usage in the last poll
+        self.last: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
+        self._persisted = 0.0
+        self._logged: set[str] = set()
+
+    def take_over(self) -> None:
+        """Reload the stored rings (a poller that just took the lock)."""
+        doc, rings = self.store.load_workloads()
+        if not doc or not rings:
+            return
+        workloads = {}
+        for key, w in (json.loads(doc).get("workloads") or {}).items():
+            workloads[key] = Workload(w["namespace"], w["kind"], w["name"], w["current"])
+        self.book.load(rings, workloads)
+        log.info("pod poller: %d workload profiles reloaded", len(self.book))
+
+    def poll(self) -> None:
+        fetch = self.source.fetch()
+        now = fetch.time
+        if fetch.error is not None:
+            self.errors[fetch.error.reason] += 1
+            self._log_once(f"error:{fetch.error.reason}", f"pod usage query failed: {fetch.error}")
+            self.last = {"time": now, "ok": False, "error": str(fetch.error)}
+        else:
+            self._logged = {k for k in self._logged if not k.startswith("error:")}
+            self.last = {"time": now, "ok": True, "error": None}
+            self.pods = len(fetch.usage)
+            rejected = Counter(fetch.rejected)
+            self.book.add(now, self.group(fetch.usage, rejected))
+            self.rejected.update(rejected)
+            if rejected:
+                self._log_once(
+                    "rejected:" + ",".join(sorted(rejected)),
+                    f"pod samples rejected: {dict(rejected)}",
+                )
+        self.book.trim(now)
+        doc = self.book.doc(now)
+        doc["lastPoll"] = self.last
+        doc["pods"] = self.pods
+        doc["rejected"] = dict(self.rejected)
+        rings = None
+        if time.monotonic() - self._persisted >= PERSIST_EVERY:
+            rings = self.book.encode()
+            self._persisted = time.monotonic()
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        # Profiles span their own window, longer than the node window: stored as long.
+        self.store.save_workloads(body, rings, self.book.window + PERSIST_EVERY)
+
+    def group(
+        self, usage: dict[tuple[str, str], tuple[float, float]], rejected: Counter[str]
+    ) -> dict[Workload, list[PodSample]]:
+        """Samples by workload revision; pods without a known controller counted `no_owner`."""
+        if self.owners is None:
+            rejected["no_owner"] += len(usage)
+            return {}
+        self.owners.update(unknown=any(k not in self.owners.owners for k in usage))
+        out: dict[Workload, list[PodSample]] = {}
+        for (namespace, pod), (cpu_m, memory) in usage.items():
+            workload = self.owners.lookup(namespace, pod)
+            if workload is None:
+                rejected["no_owner"] += 1
+                continue
+            out.setdefault(workload, []).append(PodSample(pod, cpu_m, memory))
+        return out
+
+    def _log_once(self, cause: str, message: str) -> None:
+        if cause not in self._logged:
+            self._logged.add(cause)
+            log.warning(message)
