@@ -38,6 +38,21 @@ class _Node:
         self.since = now
 
 
+@dataclass
+class _Container:
+    """One container's cAdvisor figures: CPU cores in use (a counter integrated like a node's)
+    and its working set."""
+
+    cores: float
+    memory: float  # bytes
+    since: float
+    seconds: float = 0.0  # CPU-seconds accumulated before `since`
+
+    def fold(self, now: float) -> None:
+        self.seconds += self.cores * max(0.0, now - self.since)
+        self.since = now
+
+
 class SyntheticExporter:
     """Serves node-exporter metrics for fake nodes whose load the caller sets."""
 
@@ -52,6 +67,8 @@ class SyntheticExporter:
         self.cpus = cpus
         self.memory_bytes = memory_bytes
         self._nodes: dict[str, _Node] = {}
+        # (namespace, pod) -> (node, container name -> figures): cAdvisor's per-container series
+        self._pods: dict[tuple[str, str], tuple[str, dict[str, _Container]]] = {}
         self._lock = threading.Lock()
         self._paused = False
         self.scrapes = 0
@@ -121,6 +138,41 @@ class SyntheticExporter:
         for node, (cpu, memory) in loads.items():
             self.set(node, cpu=cpu, memory=memory)
 
+    def set_pod(
+        self, namespace: str, pod: str, node: str, containers: dict[str, tuple[float, float]]
+    ) -> None:
+        """Set a pod's per-container use: name -> (CPU millicores, memory bytes), served as
+        cAdvisor's `container_cpu_usage_seconds_total` and `container_memory_working_set_bytes`
+        (labels namespace, pod, container, instance = the node). Containers left out go away."""
+        now = time.time()
+        with self._lock:
+            known = self._pods.get((namespace, pod))
+            old = known[1] if known is not None else {}
+            fresh = {}
+            for name, (cpu_m, memory) in containers.items():
+                if cpu_m < 0 or memory < 0:
+                    raise ValueError(f"{namespace}/{pod}/{name}: use must be >= 0")
+                c = old.get(name) or _Container(0.0, 0.0, now)
+                c.fold(now)
+                c.cores, c.memory = cpu_m / 1000.0, float(memory)
+                fresh[name] = c
+            self._pods[(namespace, pod)] = (node, fresh)
+
+    def reset_pod(self, namespace: str, pod: str) -> None:
+        """The pod's containers restart: their CPU counters start again from 0."""
+        now = time.time()
+        with self._lock:
+            for c in self._pods.get((namespace, pod), ("", {}))[1].values():
+                c.seconds, c.since = 0.0, now
+
+    def remove_pod(self, namespace: str, pod: str) -> None:
+        with self._lock:
+            self._pods.pop((namespace, pod), None)
+
+    def pods(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self._pods)
+
     def remove(self, node: str) -> None:
         with self._lock:
             self._nodes.pop(node, None)
@@ -169,8 +221,32 @@ class SyntheticExporter:
             mem_total.append(f"node_memory_MemTotal_bytes{{{inst}}} {total}")
             mem_avail.append(f"node_memory_MemAvailable_bytes{{{inst}}} {total * (1 - memory):.0f}")
             rx_lines.append(f'node_network_receive_bytes_total{{device="eth0",{inst}}} {rx:.0f}')
-        parts = cpu_lines + mem_total + mem_avail + rx_lines
+        parts = cpu_lines + mem_total + mem_avail + rx_lines + self._render_pods(now)
         return ("\n".join(parts) + "\n").encode()
+
+    def _render_pods(self, now: float) -> list[str]:
+        """cAdvisor's series, as a kubelet's /metrics/cadvisor has them: one per container,
+        plus the pod's own cgroup (container="") that the default queries leave out."""
+        cpu_name, mem_name = (
+            "container_cpu_usage_seconds_total",
+            "container_memory_working_set_bytes",
+        )
+        cpu = [f"# TYPE {cpu_name} counter"]
+        mem = [f"# TYPE {mem_name} gauge"]
+        with self._lock:
+            for (namespace, pod), (node, containers) in self._pods.items():
+                base = f'instance="{node}",namespace="{namespace}",pod="{pod}"'
+                total_s = total_m = 0.0
+                for name, c in containers.items():
+                    seconds = c.seconds + c.cores * max(0.0, now - c.since)
+                    total_s += seconds
+                    total_m += c.memory
+                    cpu.append(f'{cpu_name}{{container="{name}",{base}}} {seconds:.6f}')
+                    mem.append(f'{mem_name}{{container="{name}",{base}}} {c.memory:.0f}')
+                if containers:
+                    cpu.append(f'{cpu_name}{{container="",{base}}} {total_s:.6f}')
+                    mem.append(f'{mem_name}{{container="",{base}}} {total_m:.0f}')
+        return cpu + mem if len(cpu) > 1 else []
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         exporter = self
