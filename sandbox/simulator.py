@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # Watches end server-side after this many seconds so a stop request is noticed promptly.
 WATCH_SECONDS = 5
 REQUEST_TIMEOUT = 10.0
+POD_CONTAINER = "main"  # the container name of the simulated pods' cAdvisor series
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,23 @@ class Simulator:
             self.exporter.set(name, cpu=cpu, memory=memory)
         for name in set(self.exporter.nodes()) - set(loads):
             self.exporter.remove(name)
+        self._export_pods()
+
+    def _export_pods(self) -> None:
+        """Each running pod's use as cAdvisor series (one container, `main`), so Prometheus
+        holds per-pod figures as a real cluster's kubelets give them: the same numbers
+        `node_loads` adds to the pod's node."""
+        now = self.clock()
+        with self._lock:
+            pods = list(self._pods.values())
+        running = set()
+        for pod in pods:
+            namespace, name = pod.key.split("/", 1)
+            cpu_m, memory = pod_use(pod, now, self.config)
+            self.exporter.set_pod(namespace, name, pod.node, {POD_CONTAINER: (cpu_m, memory)})
+            running.add((namespace, name))
+        for gone in set(self.exporter.pods()) - running:
+            self.exporter.remove_pod(*gone)
 
     def _annotate(self) -> None:
         """Writes the use of pods and nodes not annotated yet (once each, in parallel: a wave of
