@@ -13,6 +13,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
 
 
@@ -40,6 +41,31 @@ def register(subparsers: Any) -> None:
         default="",
         help="file holding a token extender requests must carry (as the path segment before "
         "the verb, or as a bearer token)",
+    )
+    p.add_argument(
+        "--decisions",
+        type=int,
+        default=DEFAULT_PODS,
+        metavar="PODS",
+        help="record the scheduling decisions of the last PODS pods for `ballast explain` "
+        "(default %(default)s; 0: off)",
+    )
+    p.add_argument(
+        "--decision-attempts",
+        type=int,
+        default=DEFAULT_ATTEMPTS,
+        help="attempts kept per pod (default %(default)s)",
+    )
+    p.add_argument(
+        "--decision-top",
+        type=int,
+        default=DEFAULT_TOP,
+        help="nodes per attempt with the full score breakdown (default %(default)s)",
+    )
+    p.add_argument(
+        "--api-token-file",
+        default="",
+        help="file holding a token /api/v1/decisions requests must carry as a bearer token",
     )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
@@ -77,12 +103,17 @@ def run(args: argparse.Namespace) -> int:
     except (config.ConfigException, OSError) as exc:
         print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
         return 2
-    extender_token = ""
-    try:
-        if args.extender_token_file:
-            extender_token = Path(args.extender_token_file).read_text().strip()
-    except OSError as exc:
-        print(f"ballast scheduler: --extender-token-file: {exc}", file=sys.stderr)
+    tokens = {}
+    for flag in ("extender_token_file", "api_token_file"):
+        try:
+            path = getattr(args, flag)
+            tokens[flag] = Path(path).read_text().strip() if path else ""
+        except OSError as exc:
+            print(f"ballast scheduler: --{flag.replace('_', '-')}: {exc}", file=sys.stderr)
+            return 2
+    if args.decisions < 0 or args.decision_attempts < 1 or args.decision_top < 1:
+        print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
+              file=sys.stderr)  # fmt: skip
         return 2
     options = RuntimeOptions(
         metrics_listen=args.metrics_listen or None,
@@ -90,7 +121,11 @@ def run(args: argparse.Namespace) -> int:
         identity=args.identity,
         extender_listen=args.extender_listen or None,
         extender_profile=args.extender_profile,
-        extender_token=extender_token,
+        extender_token=tokens["extender_token_file"],
+        decisions=args.decisions,
+        decision_attempts=args.decision_attempts,
+        decision_top=args.decision_top,
+        api_token=tokens["api_token_file"],
     )
     try:
         runtime = Runtime(cfg, api, profiles, options)

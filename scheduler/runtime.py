@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes import client
 
 from scheduler.backend.cache import ClusterCache
+from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP, DecisionStore
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.backend.recent import RecentlyBound
@@ -31,6 +32,7 @@ from scheduler.kube.binder import Binder
 from scheduler.kube.events import EventRecorder
 from scheduler.kube.evictor import Evictor
 from scheduler.kube.leader import LeaderElector
+from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
 
@@ -59,6 +61,10 @@ class RuntimeOptions:
     extender_listen: str | None = None  # "HOST:PORT": also serve kube-scheduler's extender API
     extender_profile: str = ""  # the profile the extender uses (default: the first)
     extender_token: str = ""  # when set, extender requests must carry it (docs/deploy.md)
+    decisions: int = DEFAULT_PODS  # pods whose last attempts are recorded (0: off)
+    decision_attempts: int = DEFAULT_ATTEMPTS
+    decision_top: int = DEFAULT_TOP  # nodes per attempt with the full score breakdown
+    api_token: str = ""  # when set, /api/v1/decisions needs it as a bearer token
     identity: str = ""
 
 
@@ -116,6 +122,11 @@ class Runtime:
             token=BearerToken(cfg.watcher_token, cfg.watcher_token_file),
         )
         self.events = EventRecorder(api, self.identity)
+        self.decisions: DecisionStore | None = None
+        if opts.decisions > 0:
+            self.decisions = DecisionStore(
+                opts.decisions, opts.decision_attempts, opts.decision_top
+            )
         self.cycle = Cycle(
             profiles,
             self.cache,
@@ -127,6 +138,7 @@ class Runtime:
             self.telemetry,
             cfg.percentage_of_nodes_to_score,
             evictor_factory=lambda finished: Evictor(api, self.identity, finished),
+            decisions=self.decisions,
         )
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
@@ -154,7 +166,10 @@ class Runtime:
         self.server: StatusServer | None = None
         if opts.metrics_listen:
             host, _, port = opts.metrics_listen.rpartition(":")
-            self.server = StatusServer(host or "0.0.0.0", int(port), self.telemetry, self.health)
+            explain = DecisionsAPI(self.decisions, self._leader, opts.api_token)
+            self.server = StatusServer(
+                host or "0.0.0.0", int(port), self.telemetry, self.health, explain
+            )
         self.extender: ExtenderServer | None = None
         if opts.extender_listen:
             name = opts.extender_profile or next(iter(profiles))
@@ -249,6 +264,12 @@ class Runtime:
 
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader()
+
+    def _leader(self) -> tuple[bool, str]:
+        """(this replica leads, the Lease holder's identity), for the decisions API."""
+        if self.elector is None:
+            return True, self.identity
+        return self.elector.is_leader(), self.elector.holder()
 
     def health(self) -> tuple[bool, str]:
         if not self._loop.is_alive():

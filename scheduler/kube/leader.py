@@ -76,6 +76,11 @@ class LeaderElector:
         self.became_leader.clear()
         return released
 
+    def holder(self) -> str:
+        """The Lease holder's identity as last read ("" before the first read)."""
+        observed = self._observed
+        return observed[0] if observed else ""
+
     def is_leader(self) -> bool:
         renewed = self._renewed_at
         return renewed is not None and time.monotonic() - renewed < self.renew_deadline

@@ -1,4 +1,5 @@
-"""The scheduler's own HTTP endpoints: `/metrics` (Prometheus text) and `/healthz`.
+"""The scheduler's own HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, and the
+decision records (`/api/v1/decisions`, serve/decisions.py).
 
 Every figure is this replica's own (what it scheduled, bound, fetched, holds in its cache), so
 sums over replicas count each pod once; `_nodes` is the cluster as this replica's cache sees it,
@@ -11,6 +12,7 @@ collector, so the hot path never formats anything.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from scheduler.serve import httpserve
+from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.httpserve import BackgroundServer
 
 PREFIX = "ballast_scheduler"
@@ -140,12 +143,18 @@ class _Live(Collector):
 
 
 class StatusServer(BackgroundServer):
-    """`/metrics` and the health paths; `healthy()` decides /healthz."""
+    """`/metrics` and the health paths; `healthy()` decides /healthz; `decisions`, when given,
+    serves the decision records."""
 
     def __init__(
-        self, host: str, port: int, telemetry: Telemetry, healthy: Callable[[], tuple[bool, str]]
+        self,
+        host: str,
+        port: int,
+        telemetry: Telemetry,
+        healthy: Callable[[], tuple[bool, str]],
+        decisions: DecisionsAPI | None = None,
     ) -> None:
-        registry, check = telemetry.registry, healthy
+        registry, check, api = telemetry.registry, healthy, decisions
 
         class Handler(httpserve.Handler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
@@ -157,6 +166,18 @@ class StatusServer(BackgroundServer):
                 elif path in ("/healthz", "/readyz", "/livez"):
                     ok, why = check()
                     self.send_body(200 if ok else 503, (why + "\n").encode(), "text/plain")
+                elif api is not None and api.handles(path):
+                    code, doc, headers = api.answer(
+                        self.path, self.headers.get("Authorization", "")
+                    )
+                    body = json.dumps(doc).encode()
+                    self.send_response(code)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                 else:
                     self.send_body(404, b"not found\n", "text/plain")
 
