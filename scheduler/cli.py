@@ -9,12 +9,14 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
-
-from kubernetes import client, config
+from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
+from shared.lifecycle import ignore_stop_signals
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 
 def register(subparsers: Any) -> None:
@@ -75,6 +77,8 @@ def register(subparsers: Any) -> None:
 
 def api_client(kubeconfig: str | None, pool: int) -> client.ApiClient:
     """An API client with a connection pool big enough for the binder's threads."""
+    from kubernetes import client, config
+
     cfg = client.Configuration()
     if kubeconfig:
         config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -85,9 +89,28 @@ def api_client(kubeconfig: str | None, pool: int) -> client.ApiClient:
 
 
 def run(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():  # a second signal: the operator does not want to wait
+            os._exit(128 + signum)
+        stop.set()
+
+    # First of all: a signal while the config loads or the runtime builds is heard too.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    try:
+        return _run(args, stop)
+    finally:
+        ignore_stop_signals()
+
+
+def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from kubernetes.config import ConfigException
+
     from scheduler.config.loader import load_config
     from scheduler.config.profiles import build_profiles
     from scheduler.runtime import Runtime, RuntimeOptions
@@ -100,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         api = api_client(args.kubeconfig, cfg.parallelism + 8)
-    except (config.ConfigException, OSError) as exc:
+    except (ConfigException, OSError) as exc:
         print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
         return 2
     tokens = {}
@@ -132,16 +155,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ballast scheduler: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        if stop.is_set():  # a second signal: the operator does not want to wait
-            os._exit(128 + signum)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-    # Started on a thread so that a signal during a slow first list still ends us promptly.
+    if stop.is_set():
+        runtime.stop()  # never started: closes its listening sockets
+        return 0
+    # Started on a thread so that a signal during a slow first list still ends us promptly;
+    # runtime.stop() below makes that start return early and waits for it.
     threading.Thread(target=runtime.start, name="start", daemon=True).start()
     lost = False
     while not stop.is_set():

@@ -35,6 +35,7 @@ from scheduler.kube.leader import LeaderElector
 from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
+from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +188,17 @@ class Runtime:
             self.extender = ExtenderServer(
                 host or "0.0.0.0", int(port), ext, token=opts.extender_token
             )
-        self._stop = threading.Event()
-        self._stopped = False
+        self._life = Lifecycle("scheduler")
+        self._stop = self._life.stopping
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
         self.lost_lease = threading.Event()
 
     def start(self) -> None:
+        """Start every part, then the loop once the cache synced. Runs on a thread of its own
+        in the CLI: a `stop()` meanwhile makes it return early, and waits for that."""
+        self._life.start(self._start)
+
+    def _start(self) -> None:
         if self.server is not None:
             self.server.start()
         if self.extender is not None:
@@ -202,7 +208,7 @@ class Runtime:
         if self.elector is not None:
             self.elector.start()
         opts = self.options
-        self.cache.start()
+        self.cache.start(abort=self._stop)
         # In slices, so that a stop asked for during start-up is not held up by a slow list.
         deadline = time.monotonic() + opts.sync_timeout
         while not self.cache.wait_synced(0.2):
@@ -219,19 +225,20 @@ class Runtime:
     def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop within about `grace` seconds: no new pods, in-flight binds finish or are
         abandoned (their pods stay Pending for whoever leads next), the Lease is handed back,
-        then the watches and servers close. Safe to call more than once."""
-        if self._stopped:
-            return
-        self._stopped = True
+        then the watches and servers close. Safe before, during and after start, and twice."""
         deadline = time.monotonic() + grace
+        if not self._life.stop(lambda: self._halt(deadline), grace):
+            # Never started: only the listening sockets, bound at construction, to close.
+            for server in (self.server, self.extender):
+                if server is not None:
+                    server.stop()
 
+    def _halt(self, deadline: float) -> None:
         def left() -> float:
             return max(0.0, deadline - time.monotonic())
 
-        self._stop.set()
         self.queue.close()
-        if self._loop.is_alive():
-            self._loop.join(timeout=left())
+        join(self._loop, left())
         if self.cycle.evictor is not None:
             self.cycle.evictor.stop()
         abandoned = self.cycle.binder.stop(timeout=left())

@@ -28,7 +28,7 @@ def parse_quantity(text: str | int | float) -> Decimal:
     if isinstance(text, bool):
         raise QuantityError(f"not a quantity: {text!r}")
     if isinstance(text, (int, float)):
-        return Decimal(str(text))
+        return _number(str(text), text)  # a float may be inf or nan
     s = str(text).strip()
     if not s:
         raise QuantityError("empty quantity")

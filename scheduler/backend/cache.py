@@ -48,6 +48,7 @@ from scheduler.framework.clusterindex import (
     ClusterIndex,
     object_key,
 )
+from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
@@ -156,15 +157,18 @@ class Reflector:
         self._stop = threading.Event()
         self._resp: Any = None
         self._thread = threading.Thread(target=self._run, name=f"reflector-{kind}", daemon=True)
+        self._life = Lifecycle(f"reflector-{kind}")
 
     def start(self) -> None:
-        self._thread.start()
+        self._life.start(self._thread.start)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
+        self._stop.set()  # first: a list in progress gives up at once
+        self._life.stop(lambda: self._halt(timeout), timeout)
+
+    def _halt(self, timeout: float) -> None:
         interrupt(self._resp)
-        if self._thread.ident is not None:  # a stop during start-up may come before ours
-            self._thread.join(timeout=timeout)
+        join(self._thread, timeout)
 
     def _run(self) -> None:
         failures = 0
@@ -284,6 +288,7 @@ class ClusterCache:
         listener: Listener,
     ) -> None:
         self.lock = threading.RLock()
+        self._life = Lifecycle("cache")
         self.nodes: dict[str, NodeInfo] = {}
         self._node_list: list[NodeInfo] | None = None  # nodes' values, until a node changes
         self.scheduler_names = frozenset(scheduler_names)
@@ -333,17 +338,31 @@ class ClusterCache:
         ]
 
     # --- lifecycle ----------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, abort: threading.Event | None = None) -> None:
+        """Start the watches, pods once nodes are listed; returns early when `abort` (or a
+        stop) comes meanwhile."""
+        self._life.start(lambda: self._start(abort or self._life.stopping))
+
+    def _start(self, abort: threading.Event) -> None:
         for reflector in self.object_reflectors:
             reflector.start()
         self.node_reflector.start()
-        self.node_reflector.synced.wait(timeout=LIST_TIMEOUT)
+        # Pods after nodes; in slices, so that a stop meanwhile is not held up by a slow list.
+        deadline = time.monotonic() + LIST_TIMEOUT
+        while not self.node_reflector.synced.wait(0.1):
+            if abort.is_set() or self._life.stopping.is_set():
+                return
+            if time.monotonic() > deadline:
+                break
         self.pod_reflector.start()
 
     def wait_synced(self, timeout: float) -> bool:
         return self.node_reflector.synced.wait(timeout) and self.pod_reflector.synced.wait(timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
+        self._life.stop(lambda: self._stop_reflectors(timeout), timeout)
+
+    def _stop_reflectors(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         self.pod_reflector.stop(timeout)
         self.node_reflector.stop(max(0.0, deadline - time.monotonic()))

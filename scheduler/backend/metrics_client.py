@@ -29,6 +29,7 @@ import requests
 
 from scheduler.framework import MetricStats, NodeLoad
 from shared import wire
+from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,7 @@ class MetricsClient:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failed_in_row = 0
+        self._life = Lifecycle("metrics-client")
 
     def loads(self) -> dict[str, NodeLoad]:
         """The newest node loads. Never blocks; an empty dict when nothing was ever fetched."""
@@ -272,15 +274,20 @@ class MetricsClient:
         return (time.time() if now is None else now) - self.last_success
 
     def start(self) -> None:
+        self._life.start(self._start)
+
+    def _start(self) -> None:
         if not self.address:
             return  # no watcher configured: every node uses the allocation fallback
         self._thread = threading.Thread(target=self._run, name="metrics-client", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.timeout + 1)
+        self._stop.set()  # first: a fetch in flight is not followed by another
+        self._life.stop(self._halt, self.timeout + 1)
+
+    def _halt(self) -> None:
+        join(self._thread, self.timeout + 1)
         self._session.close()
 
     def refresh(self) -> bool:

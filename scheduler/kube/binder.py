@@ -66,9 +66,14 @@ class Binder:
         # Set while no binding is queued or running: the event writers wait for it.
         self.idle = threading.Event()
         self.idle.set()
+        self._stopped = False
 
     def bind(self, pod: PodInfo, node: str) -> None:
         with self._lock:
+            if self._stopped:
+                # A cycle that outlived the stop's grace: abandoned like the binds still queued
+                # at the stop; the pod stays Pending for whoever leads next.
+                return
             self.idle.clear()
             future = self._pool.submit(self._bind, pod, node)
             self._inflight.add(future)
@@ -82,9 +87,14 @@ class Binder:
 
     def stop(self, timeout: float | None = None) -> int:
         """Let queued and running binds finish for up to `timeout` seconds; returns how many
-        were abandoned (their pods stay Pending for the next leader)."""
+        were abandoned (their pods stay Pending for the next leader). A second stop returns 0."""
+        with self._lock:
+            if self._stopped:
+                return 0
+            self._stopped = True
+            inflight = list(self._inflight)
         self._pool.shutdown(wait=False)
-        _, left = wait(list(self._inflight), timeout=timeout)
+        _, left = wait(inflight, timeout=timeout)
         for future in left:
             future.cancel()
         return len(left)

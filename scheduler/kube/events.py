@@ -25,6 +25,7 @@ from kubernetes.client.rest import ApiException
 
 from scheduler.framework import PodInfo
 from scheduler.kube import kubeapi
+from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,12 @@ class EventRecorder:
             threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             for i in range(workers)
         ]
+        self._life = Lifecycle("event-recorder")
 
     def start(self) -> None:
+        self._life.start(self._start)
+
+    def _start(self) -> None:
         for thread in self._threads:
             thread.start()
 
@@ -150,13 +155,16 @@ class EventRecorder:
         """Post what is queued for up to `timeout` seconds, then leave the rest."""
         self._stopping = True
         deadline = time.monotonic() + timeout
+        self._life.stop(lambda: self._halt(deadline), timeout)
+
+    def _halt(self, deadline: float) -> None:
         for _ in self._threads:
             try:
                 self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
             except queue.Full:
                 break
         for thread in self._threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            join(thread, max(0.0, deadline - time.monotonic()))
 
     def scheduled(self, pod: PodInfo, node: str, score: int | None = None) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"

@@ -131,11 +131,22 @@ class Evictor:
     ) -> None:
         with self._lock:
             self._running.add(preemptor.uid)
-        self._pool.submit(self._run, preemptor, node, victims, unnominate)
+        if not self._submit(self._run, preemptor, node, victims, unnominate):
+            with self._lock:
+                self._running.discard(preemptor.uid)
 
     def unnominate(self, pod: PodInfo) -> None:
         """Clear the pod's status.nominatedNodeName: preemption found no room for it."""
-        self._pool.submit(self._nominate, pod, None)
+        self._submit(self._nominate, pod, None)
+
+    def _submit(self, *call: Any) -> bool:
+        """Hand `call` to a worker; False once stopped (a cycle that outlived the stop's
+        grace: the preemption is left to whoever leads next)."""
+        try:
+            self._pool.submit(*call)
+        except RuntimeError:  # the pool is shut down
+            return False
+        return True
 
     def stop(self) -> None:
         self._stopping.set()

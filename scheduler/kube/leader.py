@@ -24,6 +24,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from scheduler.kube.events import micro_time
+from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +61,26 @@ class LeaderElector:
         self.became_leader = threading.Event()
         self.transitions = 0
         self._thread = threading.Thread(target=self._run, name="leader-elector", daemon=True)
+        self._life = Lifecycle("leader-elector")
+        self._released = False
 
     def start(self) -> None:
-        self._thread.start()
+        self._life.start(self._thread.start)
 
     def stop(self, release: bool = True, timeout: float | None = None) -> bool:
         """Stop renewing; when leading and `release`, hand the Lease back. True if released."""
         self._stop.set()
-        self._thread.join(timeout=self.retry_period + 6 if timeout is None else timeout)
-        released = False
+        wait = self.retry_period + 6 if timeout is None else timeout
+        self._life.stop(lambda: self._halt(release, wait), wait)
+        return self._released
+
+    def _halt(self, release: bool, timeout: float) -> None:
+        join(self._thread, timeout)
         if release and self.is_leader():
             # A renewal still in flight may bump the resourceVersion under us: read again.
-            released = self._release()
+            self._released = self._release()
         self._renewed_at = None
         self.became_leader.clear()
-        return released
 
     def holder(self) -> str:
         """The Lease holder's identity as last read ("" before the first read)."""

@@ -12,6 +12,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from shared.lifecycle import Lifecycle
+
 log = logging.getLogger(__name__)
 
 
@@ -88,10 +90,12 @@ class BackgroundServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._life = Lifecycle(f"http-server-{self.port}")
 
     def start(self) -> None:
-        self._thread.start()
+        self._life.start(self._thread.start)
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        # shutdown() waits for serve_forever to notice: only once that is running.
+        self._life.stop(self.httpd.shutdown, timeout=5.0)
         self.httpd.server_close()
