@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "sandbox": "sandbox.cli",
     "watcher": "watcher.cli",
     "scheduler": "scheduler.cli",
+    "rebalancer": "scheduler.rebalancer.cli",
     "top": "watcher.top",
     "simulator": "sandbox.simulator_cli",
     "demo": "sandbox.demo",

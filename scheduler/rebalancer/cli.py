@@ -1,0 +1,83 @@
+"""`ballast rebalancer --config FILE [--kubeconfig PATH] [--listen HOST:PORT] [--dry-run]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+from typing import Any
+
+from kubernetes import client, config
+
+from scheduler.framework.errors import ConfigError
+from shared.lifecycle import SignalLatch, ignore_stop_signals
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "rebalancer",
+        help="move pods off nodes the watcher shows hot (load-aware rebalancer)",
+        description="Evict pods from nodes that stay hot, only where the scheduler's profile "
+        "finds them a cooler node; leader-elected, through the Eviction API.",
+    )
+    p.add_argument(
+        "--config",
+        required=True,
+        help="the scheduler's config file with a `rebalancer:` section (YAML)",
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
+    p.add_argument(
+        "--listen",
+        default="0.0.0.0:10260",
+        help="HOST:PORT for /metrics, /status, /decisions, /healthz (default %(default)s; "
+        "empty: off)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="decide and report, evict nothing")
+    p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=run)
+
+
+def _api(kubeconfig: str | None) -> client.ApiClient:
+    cfg = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        config.load_incluster_config(client_configuration=cfg)
+    return client.ApiClient(cfg)
+
+
+def run(args: argparse.Namespace) -> int:
+    latch = SignalLatch()
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    from scheduler.config.profiles import build_profiles
+    from scheduler.rebalancer import settings
+    from scheduler.rebalancer.runtime import Options, Rebalancer
+
+    try:
+        cfg = settings.load(args.config)
+        profiles = build_profiles(cfg.scheduler)
+    except ConfigError as exc:
+        print(f"ballast rebalancer: bad config: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        cfg.rebalancer.dry_run = True
+    try:
+        api = _api(args.kubeconfig)
+    except (config.ConfigException, OSError) as exc:
+        print(f"ballast rebalancer: no cluster access: {exc}", file=sys.stderr)
+        return 2
+    options = Options(
+        listen=args.listen or None, watcher_interval=args.watcher_interval, identity=args.identity
+    )
+    rebalancer = Rebalancer(cfg, api, profiles, options)
+    threading.Thread(target=rebalancer.start, name="start", daemon=True).start()
+    latch.event.wait()
+    logging.getLogger(__name__).info("stopping (signal %s)", latch.received)
+    rebalancer.stop()
+    ignore_stop_signals()
+    return 0

@@ -1,0 +1,133 @@
+"""The rebalancer's writes: policy/v1 Evictions, and Events on the evicted pod and the hot node.
+
+An Eviction (`pods/eviction` create) lets the API server enforce PodDisruptionBudgets: 429
+means a budget is at its limit, and the pod stays. The eviction carries the pod's uid as a
+precondition, so a pod recreated under the same name (a StatefulSet's) is never hit by an
+eviction meant for its predecessor.
+
+Each eviction is told twice: a `Rebalanced` Event on the pod and a `RebalancerEvicted` Event on
+the node (in the default namespace, where node events live), both with the numbers. The node's
+event also carries the end of its cooldown as an annotation, so a new leader reads back which
+nodes are still resting (`resting_nodes`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import urllib.parse
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from scheduler.framework import PodInfo
+from scheduler.kube import kubeapi
+from scheduler.kube.events import NORMAL, event_body, micro_time
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "ballast-rebalancer"
+POD_REASON = "Rebalanced"
+NODE_REASON = "RebalancerEvicted"
+NODE_EVENTS_NAMESPACE = "default"
+COOLDOWN_ANNOTATION = "ballast.dev/rebalancer-cooldown-until"
+REQUEST_TIMEOUT = (5.0, 10.0)
+
+EVICTED, PDB, GONE, FAILED = "evicted", "pdb", "gone", "failed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str  # EVICTED, PDB, GONE or FAILED
+    detail: str = ""
+
+
+def eviction_body(pod: PodInfo) -> dict:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod.name, "namespace": pod.namespace},
+        "deleteOptions": {"preconditions": {"uid": pod.uid}},
+    }
+
+
+def node_event_body(
+    node: str, note: str, instance: str, cooldown_until: float
+) -> dict[str, object]:
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{node}.{random.getrandbits(64):016x}",
+            "namespace": NODE_EVENTS_NAMESPACE,
+            "annotations": {COOLDOWN_ANNOTATION: f"{cooldown_until:.3f}"},
+        },
+        "eventTime": micro_time(),
+        "reportingController": CONTROLLER,
+        "reportingInstance": instance,
+        "action": "Evict",
+        "reason": NODE_REASON,
+        "note": note[:1024],
+        "type": NORMAL,
+        "regarding": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+class Writer:
+    def __init__(self, api: client.ApiClient, instance: str) -> None:
+        self.api = api
+        self.instance = instance
+
+    def evict(self, pod: PodInfo) -> Outcome:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
+        try:
+            answer = kubeapi.request(self.api, "POST", path, eviction_body(pod), REQUEST_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - transport errors: this pod stays
+            return Outcome(FAILED, f"{type(exc).__name__}: {exc}")
+        if answer.ok:
+            return Outcome(EVICTED)
+        if answer.status == 429:
+            return Outcome(PDB, answer.message())
+        if answer.status in (404, 409):  # gone, or the uid precondition failed
+            return Outcome(GONE, answer.message())
+        return Outcome(FAILED, f"HTTP {answer.status}: {answer.message()}")
+
+    def tell(self, pod: PodInfo, node: str, note: str, cooldown_until: float) -> None:
+        """The two Events; a failure is logged, never retried (the eviction happened)."""
+        writes = [
+            (
+                f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events",
+                event_body(pod, POD_REASON, note, NORMAL, "Evict", CONTROLLER, self.instance),
+            ),
+            (
+                f"/apis/events.k8s.io/v1/namespaces/{NODE_EVENTS_NAMESPACE}/events",
+                node_event_body(node, note, self.instance, cooldown_until),
+            ),
+        ]
+        for path, body in writes:
+            try:
+                answer = kubeapi.request(self.api, "POST", path, body, REQUEST_TIMEOUT)
+                if not answer.ok:
+                    log.warning("event for %s not written: %s", pod.key, answer.message())
+            except Exception as exc:  # noqa: BLE001
+                log.warning("event for %s not written: %s", pod.key, exc)
+
+    def resting_nodes(self) -> dict[str, float]:
+        """node -> cooldown end, from the node Events any leader wrote."""
+        query = urllib.parse.urlencode({"fieldSelector": f"reason={NODE_REASON}"})
+        path = f"/api/v1/namespaces/{NODE_EVENTS_NAMESPACE}/events?{query}"
+        answer = kubeapi.request(self.api, "GET", path, None, REQUEST_TIMEOUT)
+        if not answer.ok:
+            raise RuntimeError(f"listing {NODE_REASON} events: {answer.message()}")
+        until: dict[str, float] = {}
+        for item in json.loads(answer.body).get("items") or []:
+            node = (item.get("involvedObject") or {}).get("name")
+            stamp = ((item.get("metadata") or {}).get("annotations") or {}).get(COOLDOWN_ANNOTATION)
+            try:
+                end = float(stamp)
+            except (TypeError, ValueError):
+                continue
+            if node:
+                until[node] = max(until.get(node, 0.0), end)
+        return until

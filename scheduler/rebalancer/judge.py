@@ -1,0 +1,246 @@
+"""One round's plan: which pods leave which hot nodes, judged by the scheduler's own profile.
+
+For each hot node (the hottest first), its eligible pods in victim order; for each pod, its
+replacement (the same pod, unbound) is run through the profile's filters on the candidate
+targets, on the cache's snapshot with the moves planned so far counted on their targets (their
+requests for the fit filters, their predicted CPU as recently bound for the load scores). A
+target must be cold (or only not hot, when targetsMustBeCold is off) and stay under every high
+threshold with the pod's predicted use added. Then the profile scores the fitting targets and the
+hot node itself (without the pod): when the hot node would score as well as the best target, the
+scheduler could put the replacement back, and the pod stays. A node stops losing pods once its
+predicted use is under its high thresholds, or at its per-node limit.
+
+The caller holds the cache's lock for the whole plan: the what-if edits are made on the cache's
+own objects and undone before `plan` returns.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
+from scheduler.framework.profile import Profile
+from scheduler.framework.snapshot import TrialEdit
+from scheduler.rebalancer import limits, victims
+from scheduler.rebalancer.classify import COLD, NORMAL, Classification
+from scheduler.rebalancer.settings import RebalancerSettings
+
+NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "relieved"
+
+
+@dataclass
+class Move:
+    pod: PodInfo
+    workload: victims.Workload
+    source: str
+    target: str
+    source_usage: dict[str, float]  # % before, per resource
+    source_after: dict[str, float]  # predicted % once every planned move left
+    target_usage: dict[str, float]
+    target_after: dict[str, float]
+    share: dict[str, float]  # the pod's predicted % of the source
+    high: dict[str, float]
+
+    def note(self) -> str:
+        r = CPU if CPU in self.high else next(iter(self.high))
+        return (
+            f"{self.source} {r} {self.source_usage[r]:.1f}% > high {self.high[r]:.1f}%; "
+            f"{self.pod.key} predicted {self.share[r]:.1f}%; fits {self.target} "
+            f"({self.target_usage[r]:.1f}% -> {self.target_after[r]:.1f}%)"
+        )
+
+
+@dataclass
+class Skip:
+    node: str
+    pod: str  # namespace/name, "" for the node as a whole
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class Plan:
+    moves: list[Move] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+
+
+def replacement_of(pod: PodInfo) -> PodInfo:
+    """The pod as its controller will recreate it: unbound, pending, a uid of its own."""
+    raw = pod.raw
+    meta = {k: v for k, v in (raw.get("metadata") or {}).items() if k != "deletionTimestamp"}
+    meta["uid"] = f"{pod.uid}-replacement"
+    spec = {k: v for k, v in (raw.get("spec") or {}).items() if k != "nodeName"}
+    return resources.pod_info(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {}}
+    )
+
+
+class Judge:
+    def __init__(
+        self,
+        profile: Profile,
+        settings: RebalancerSettings,
+        estimator: victims.Estimator,
+        busy: Callable[[victims.Workload], bool],
+    ) -> None:
+        self.profile = profile
+        self.settings = settings
+        self.estimator = estimator
+        self.busy = busy
+
+    def plan(self, view: Classification, hot: list[str], snap: Snapshot) -> Plan:
+        out = Plan()
+        budget = limits.RoundBudget(self.settings)
+        usage = self._planned_usage(view, snap)
+        edits: list[TrialEdit] = []
+        try:
+            for name in sorted(hot, key=lambda n: -max(view.excess(n).values(), default=0.0)):
+                node = snap.nodes.get(name)
+                if node is None:
+                    continue
+                if not self._relieve(node, view, snap, usage, budget, edits, out):
+                    break  # the round's budget is spent
+        finally:
+            for edit in reversed(edits):
+                edit.restore()
+        return out
+
+    def _planned_usage(self, view: Classification, snap: Snapshot) -> dict[str, dict[str, float]]:
+        """Use per node and resource, CPU with the pods bound too recently to show."""
+        usage = copy.deepcopy(view.usage)
+        for name, values in usage.items():
+            node = snap.nodes.get(name)
+            recent = snap.recent_cpu_m.get(name, 0)
+            if node is not None and CPU in values and recent:
+                values[CPU] += 100.0 * recent / max(1, node.allocatable.get(CPU, 0))
+        return usage
+
+    def _relieve(
+        self,
+        node: NodeInfo,
+        view: Classification,
+        snap: Snapshot,
+        usage: dict[str, dict[str, float]],
+        budget: limits.RoundBudget,
+        edits: list[TrialEdit],
+        out: Plan,
+    ) -> bool:
+        """Plan moves off one hot node; False when the round's budget ran out."""
+        est = self.estimator
+        before = dict(usage[node.name])
+        candidates = []
+        for pod in list(node.pods.values()):
+            why = victims.ineligible(pod, self.settings)
+            if why:
+                out.skips.append(Skip(node.name, pod.key, why))
+            else:
+                candidates.append(pod)
+        excess = view.excess(node.name)
+        ordered = victims.order(candidates, excess, lambda p, r: est.percent(p, node, r))
+        if not ordered:
+            out.skips.append(Skip(node.name, "", NO_TARGET, "no pod may be moved"))
+        for pod in ordered:
+            if not self._over(usage[node.name], view):
+                break
+            workload = victims.workload_of(pod)
+            assert workload is not None  # eligible pods have a controller
+            refused = budget.refusal(node.name, pod.namespace, workload)
+            if refused == limits.PER_ROUND:
+                out.skips.append(Skip(node.name, pod.key, refused))
+                return False
+            if refused == limits.PER_NODE:
+                out.skips.append(Skip(node.name, pod.key, refused))
+                return True
+            if refused:
+                out.skips.append(Skip(node.name, pod.key, refused))
+                continue
+            if self.busy(workload):
+                out.skips.append(Skip(node.name, pod.key, limits.WORKLOAD_UNAVAILABLE))
+                continue
+            replacement = replacement_of(pod)
+            target, detail = self._target(pod, replacement, node, view, snap, usage)
+            if target is None:
+                out.skips.append(Skip(node.name, pod.key, detail[0], detail[1]))
+                continue
+            share = {r: est.percent(pod, node, r) for r in usage[node.name]}
+            moved = {r: est.percent(replacement, target, r) for r in usage[node.name]}
+            target_before = dict(usage[target.name])
+            for r in usage[node.name]:
+                usage[node.name][r] -= share[r]
+                usage[target.name][r] += moved[r]
+            # Counted on the target for the next victims' filters and scores.
+            trial = TrialEdit(snap, target)
+            trial.add(replacement)
+            edits.append(trial)
+            leave = TrialEdit(snap, node)
+            leave.remove(pod)
+            edits.append(leave)
+            snap.recent_cpu_m[target.name] = snap.recent_cpu_m.get(target.name, 0) + est.use(
+                replacement, CPU
+            )
+            budget.spend(node.name, pod.namespace, workload)
+            out.moves.append(
+                Move(
+                    pod,
+                    workload,
+                    node.name,
+                    target.name,
+                    before,
+                    {},
+                    target_before,
+                    dict(usage[target.name]),
+                    share,
+                    dict(view.high),
+                )
+            )
+        for move in out.moves:
+            if move.source == node.name:
+                move.source_after = dict(usage[node.name])
+        return True
+
+    @staticmethod
+    def _over(values: dict[str, float], view: Classification) -> bool:
+        return any(v > view.high[r] for r, v in values.items())
+
+    def _target(
+        self,
+        pod: PodInfo,
+        replacement: PodInfo,
+        source: NodeInfo,
+        view: Classification,
+        snap: Snapshot,
+        usage: dict[str, dict[str, float]],
+    ) -> tuple[NodeInfo | None, tuple[str, str]]:
+        allowed = (COLD,) if self.settings.targets_must_be_cold else (COLD, NORMAL)
+        candidates = [
+            n
+            for n in snap.nodes.values()
+            if n.name != source.name and view.state.get(n.name) in allowed
+        ]
+        if not candidates:
+            which = "cold" if self.settings.targets_must_be_cold else "cool enough"
+            return None, (NO_TARGET, f"no {which} node with fresh data")
+        feasible, _ = self.profile.filter(replacement, candidates, snap, CycleState())
+        fits = []
+        for n in feasible:
+            after = {
+                r: v + self.estimator.percent(replacement, n, r) for r, v in usage[n.name].items()
+            }
+            if all(after[r] < view.high[r] for r in after):
+                fits.append(n)
+        if not fits:
+            detail = f"{len(feasible)} of {len(candidates)} candidates pass the filters"
+            return None, (NO_TARGET, detail + "; none stays under high with the pod")
+        with TrialEdit(snap, source) as trial:
+            trial.remove(pod)
+            back, _ = self.profile.filter(replacement, [source], snap, CycleState())
+            scores = self.profile.score(replacement, fits + back, snap, CycleState())
+        best = max(fits, key=lambda n: (scores[n.name], n.name))
+        if back and scores[source.name] >= scores[best.name]:
+            detail = (
+                f"{source.name} scores {scores[source.name]} >= {best.name} {scores[best.name]}"
+            )
+            return None, (GOES_BACK, detail)
+        return best, ("", "")

@@ -1,0 +1,140 @@
+"""How much the rebalancer may disrupt: per round, per node, per namespace, per workload, per
+minute, and how long a node rests after an eviction.
+
+- `RoundBudget`: counts of one round's planned evictions against maxPerNode, maxPerNamespace,
+  maxPerRound, and one per workload.
+- `workload_busy`: a workload with a replica unavailable (its controller's status says fewer
+  ready than wanted, or a pod of ours is still on its way out) loses no other replica: so at
+  most one replica is unavailable because of us, and only until its replacement is bound and
+  ready. The controller's status comes from the cache, so a new leader knows it at once.
+- `TokenBucket`: the eviction rate (evictionsPerMinute, burst maxPerRound).
+- `Cooldowns`: a node that lost a pod is left alone until the watcher's window holds no sample
+  from before the eviction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.framework.clusterindex import REPLICA_SETS, STATEFUL_SETS, ClusterIndex
+from scheduler.rebalancer.settings import RebalancerSettings
+from scheduler.rebalancer.victims import Workload
+
+PER_NODE, PER_NAMESPACE, PER_ROUND = "node-limit", "namespace-limit", "round-limit"
+PER_WORKLOAD = "workload-limit"
+WORKLOAD_UNAVAILABLE = "workload-unavailable"
+_STATUS_KINDS = {"ReplicaSet": REPLICA_SETS, "StatefulSet": STATEFUL_SETS}
+# An eviction of ours stays "on its way" at most this long; then only the controller's status
+# decides (a replacement that never turns ready keeps the workload busy through that status).
+IN_FLIGHT_MAX_S = 600.0
+
+
+class RoundBudget:
+    def __init__(self, settings: RebalancerSettings) -> None:
+        self.settings = settings
+        self.per_node: dict[str, int] = {}
+        self.per_namespace: dict[str, int] = {}
+        self.workloads: set[str] = set()
+        self.total = 0
+
+    def refusal(self, node: str, namespace: str, workload: Workload) -> str:
+        s = self.settings
+        if self.total >= s.max_per_round:
+            return PER_ROUND
+        if self.per_node.get(node, 0) >= s.max_per_node:
+            return PER_NODE
+        if self.per_namespace.get(namespace, 0) >= s.max_per_namespace:
+            return PER_NAMESPACE
+        if workload.key in self.workloads:
+            return PER_WORKLOAD
+        return ""
+
+    def spend(self, node: str, namespace: str, workload: Workload) -> None:
+        self.total += 1
+        self.per_node[node] = self.per_node.get(node, 0) + 1
+        self.per_namespace[namespace] = self.per_namespace.get(namespace, 0) + 1
+        self.workloads.add(workload.key)
+
+
+def controller_short(obj: dict[str, Any]) -> bool:
+    """Whether a ReplicaSet's or StatefulSet's status shows a replica missing or not ready,
+    or has not caught up with its spec yet."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    wanted = spec.get("replicas", 1)
+    if status.get("observedGeneration", 0) < meta.get("generation", 0):
+        return True
+    return (status.get("readyReplicas") or 0) < wanted or (status.get("replicas") or 0) > wanted
+
+
+class InFlight:
+    """Our evictions whose pods may still be on their way out, by workload."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._by_workload: dict[str, tuple[str, float]] = {}  # key -> (pod uid, when)
+
+    def add(self, workload: Workload, uid: str) -> None:
+        self._by_workload[workload.key] = (uid, self._clock())
+
+    def busy(self, workload: Workload, index: ClusterIndex) -> bool:
+        entry = self._by_workload.get(workload.key)
+        if entry is None:
+            return False
+        uid, when = entry
+        if uid in index.pods and self._clock() - when < IN_FLIGHT_MAX_S:
+            return True  # the evicted pod is still placed: its replacement cannot be ready
+        del self._by_workload[workload.key]
+        return False
+
+    def __len__(self) -> int:
+        return len(self._by_workload)
+
+
+def workload_busy(workload: Workload, index: ClusterIndex, in_flight: InFlight) -> bool:
+    if in_flight.busy(workload, index):
+        return True
+    kind = _STATUS_KINDS.get(workload.kind)
+    if kind is None:
+        return False  # a Job: only our own eviction in flight counts
+    obj = index.objects.get(kind, {}).get(f"{workload.namespace}/{workload.name}")
+    return obj is None or controller_short(obj)
+
+
+class TokenBucket:
+    def __init__(
+        self, per_minute: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = per_minute / 60.0
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._tokens = float(self.burst)
+        self._at = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+
+class Cooldowns:
+    """node -> Unix time until which it rests; also rebuilt from the Events a previous leader
+    wrote, so a failover does not evict from a node still resting."""
+
+    def __init__(self) -> None:
+        self.until: dict[str, float] = {}
+
+    def start(self, node: str, at: float, seconds: float) -> None:
+        self.until[node] = max(self.until.get(node, 0.0), at + seconds)
+
+    def active(self, node: str, now: float) -> bool:
+        return self.until.get(node, 0.0) > now
+
+    def prune(self, now: float) -> None:
+        for node in [n for n, t in self.until.items() if t <= now]:
+            del self.until[node]

@@ -1,0 +1,176 @@
+"""The rebalancer's config file: the scheduler's file (profiles, watcherAddress, leaderElection)
+plus a `rebalancer:` section, every default here.
+
+```yaml
+watcherAddress: http://watcher:2020
+leaderElection: {leaderElect: true, resourceNamespace: kube-system}
+profiles: [{schedulerName: ballast}]
+rebalancer:
+  profile: ballast            # the profile whose filters and scores judge a move (default: first)
+  interval: 10s               # one round every interval
+  dryRun: false               # decide and report, evict nothing
+  enabled: true               # false: the kill switch; rounds still observe and report
+  killSwitchFile: ""          # while this file exists, nothing is evicted either
+  thresholds: absolute        # or deviation: high = cluster mean + high, low = mean - low
+  resources:
+  - {name: cpu, statistic: avg, high: 80, low: 50}     # statistic: avg | p95 | latest
+  consecutive: 3              # fresh observations above high before a node counts as hot
+  targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
+  evictJobs: false
+  evictLocalStorage: false
+  excludedNamespaces: [kube-system]
+  systemCriticalPriority: 2000000000
+  maxPerNode: 1               # evictions per node per round
+  maxPerNamespace: 2          # per namespace per round
+  maxPerRound: 5              # in all per round
+  evictionsPerMinute: 10      # token bucket, burst maxPerRound
+  cooldown: 0                 # seconds a node rests after an eviction; 0: the watcher's window
+  leaseName: ballast-rebalancer
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.config.loader import SchedulerConfig, parse_config
+from scheduler.framework import CPU, MEMORY
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.fields import Fields
+
+AVG, P95, LATEST = "avg", "p95", "latest"
+STATISTICS = (AVG, P95, LATEST)
+ABSOLUTE, DEVIATION = "absolute", "deviation"
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000  # system-cluster-critical's value
+
+
+@dataclass(frozen=True)
+class ResourceRule:
+    """One resource's statistic and thresholds, in percent of the node (or percentage points
+    around the cluster mean in deviation mode)."""
+
+    resource: str
+    statistic: str = AVG
+    high: float = 80.0
+    low: float = 50.0
+
+
+@dataclass
+class RebalancerSettings:
+    profile: str = ""
+    interval: float = 10.0
+    dry_run: bool = False
+    enabled: bool = True
+    kill_switch_file: str = ""
+    threshold_mode: str = ABSOLUTE
+    rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
+    consecutive: int = 3
+    targets_must_be_cold: bool = True
+    evict_jobs: bool = False
+    evict_local_storage: bool = False
+    excluded_namespaces: frozenset[str] = frozenset({"kube-system"})
+    system_critical_priority: int = SYSTEM_CRITICAL_PRIORITY
+    max_per_node: int = 1
+    max_per_namespace: int = 2
+    max_per_round: int = 5
+    evictions_per_minute: float = 10.0
+    cooldown: float = 0.0
+    lease_name: str = "ballast-rebalancer"
+
+
+@dataclass
+class RebalancerConfig:
+    scheduler: SchedulerConfig
+    rebalancer: RebalancerSettings = field(default_factory=RebalancerSettings)
+
+
+def load(path: str | Path) -> RebalancerConfig:
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse(doc)
+
+
+def parse(doc: Any) -> RebalancerConfig:
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config: expected a mapping, got {type(doc).__name__}")
+    rest = {k: v for k, v in doc.items() if k != "rebalancer"}
+    cfg = RebalancerConfig(parse_config(rest), parse_section(doc.get("rebalancer")))
+    names = [p.scheduler_name for p in cfg.scheduler.profiles]
+    if cfg.rebalancer.profile and cfg.rebalancer.profile not in names:
+        raise ConfigError(
+            f"rebalancer.profile: no profile {cfg.rebalancer.profile!r} (have {', '.join(names)})"
+        )
+    if not cfg.rebalancer.profile:
+        cfg.rebalancer.profile = names[0]
+    return cfg
+
+
+def parse_section(doc: Any) -> RebalancerSettings:
+    f = Fields(doc, "rebalancer")
+    d = RebalancerSettings()
+    s = RebalancerSettings(
+        profile=f.string("profile", d.profile),
+        interval=f.duration("interval", d.interval),
+        dry_run=f.boolean("dryRun", d.dry_run),
+        enabled=f.boolean("enabled", d.enabled),
+        kill_switch_file=f.string("killSwitchFile", d.kill_switch_file),
+        threshold_mode=f.string("thresholds", d.threshold_mode, choices=(ABSOLUTE, DEVIATION)),
+        consecutive=f.integer("consecutive", d.consecutive, 1, 100),
+        targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
+        evict_jobs=f.boolean("evictJobs", d.evict_jobs),
+        evict_local_storage=f.boolean("evictLocalStorage", d.evict_local_storage),
+        excluded_namespaces=frozenset(_strings(f, "excludedNamespaces", d.excluded_namespaces)),
+        system_critical_priority=f.integer(
+            "systemCriticalPriority", d.system_critical_priority, 0, 2**31 - 1
+        ),
+        max_per_node=f.integer("maxPerNode", d.max_per_node, 0, 1000),
+        max_per_namespace=f.integer("maxPerNamespace", d.max_per_namespace, 0, 10_000),
+        max_per_round=f.integer("maxPerRound", d.max_per_round, 0, 10_000),
+        evictions_per_minute=f.number("evictionsPerMinute", d.evictions_per_minute, 0.01, 1e6),
+        cooldown=f.number("cooldown", d.cooldown, 0, 86_400),
+        lease_name=f.string("leaseName", d.lease_name),
+    )
+    if f.has("resources"):
+        s.rules = tuple(_rule(rf, s.threshold_mode) for rf in f.items("resources"))
+        seen = [r.resource for r in s.rules]
+        if len(set(seen)) != len(seen):
+            raise f.error("resources", "a resource is listed twice")
+        if not s.rules:
+            raise f.error("resources", "at least one resource")
+    else:
+        f.raw("resources")
+    f.finish()
+    return s
+
+
+def _rule(f: Fields, mode: str) -> ResourceRule:
+    d = ResourceRule(CPU)
+    # Percent of the node, or percentage points away from the mean in deviation mode.
+    top = 100.0 if mode == ABSOLUTE else 1000.0
+    rule = ResourceRule(
+        resource=f.string("name", CPU, choices=(CPU, MEMORY)),
+        statistic=f.string("statistic", d.statistic, choices=STATISTICS),
+        high=f.number("high", d.high, 0.0, top),
+        low=f.number("low", d.low, 0.0, top),
+    )
+    if mode == ABSOLUTE and rule.low >= rule.high:
+        raise f.error("low", f"must be below high ({rule.high:g}), got {rule.low:g}")
+    f.finish()
+    return rule
+
+
+def _strings(f: Fields, key: str, default: frozenset[str]) -> list[str]:
+    value = f.raw(key, sorted(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise f.error(key, f"expected a list of strings, got {value!r}")
+    return value

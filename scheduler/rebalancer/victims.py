@@ -1,0 +1,158 @@
+"""Which pods the rebalancer may move, and in which order it tries them.
+
+Eligible: a pod some controller recreates (ReplicaSet, StatefulSet; Job when allowed), running,
+not terminating. Never: DaemonSet pods (they come back on the same node), mirror/static pods,
+bare pods, pods with local storage (emptyDir, hostPath) unless allowed, system-critical
+priority, excluded namespaces. Order, cheapest move first: lower priority, then QoS
+(BestEffort, Burstable, Guaranteed), then how well the pod's predicted use covers the node's
+excess: the smallest pod that covers it alone first, then the others biggest first.
+
+The use of a pod is predicted by `Estimator` (the scheduler's own recently-bound estimate: its
+limit, else request x multiplier, else a default) until a workload usage profile exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework import CPU, MEMORY, NodeInfo, PodInfo, resources
+from scheduler.rebalancer.settings import RebalancerSettings
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SYSTEM_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+RECREATED_KINDS = ("ReplicaSet", "StatefulSet")
+JOB = "Job"
+QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+
+# Reasons a pod is not a candidate (metric label values, decision log).
+MIRROR, DAEMONSET, BARE, JOBS, OTHER_OWNER = "mirror", "daemonset", "bare", "job", "other-owner"
+LOCAL_STORAGE, CRITICAL, EXCLUDED = "local-storage", "system-critical", "excluded-namespace"
+NOT_RUNNING, TERMINATING = "not-running", "terminating"
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+def controller_of(pod: PodInfo) -> tuple[str, str] | None:
+    """(kind, name) of the pod's controlling owner."""
+    for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("kind", "")), str(ref.get("name", ""))
+    return None
+
+
+def workload_of(pod: PodInfo) -> Workload | None:
+    owner = controller_of(pod)
+    return Workload(owner[0], pod.namespace, owner[1]) if owner else None
+
+
+def has_local_storage(pod: PodInfo) -> bool:
+    volumes = (pod.raw.get("spec") or {}).get("volumes") or []
+    return any("emptyDir" in v or "hostPath" in v for v in volumes)
+
+
+def ineligible(pod: PodInfo, settings: RebalancerSettings) -> str:
+    """Why the pod may not be moved; "" when it may."""
+    meta = pod.raw.get("metadata") or {}
+    spec = pod.raw.get("spec") or {}
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return MIRROR
+    if meta.get("deletionTimestamp"):
+        return TERMINATING
+    if pod.phase not in ("Running", ""):
+        return NOT_RUNNING
+    owner = controller_of(pod)
+    if owner is None:
+        return BARE
+    if owner[0] == "DaemonSet":
+        return DAEMONSET
+    if owner[0] == JOB and not settings.evict_jobs:
+        return JOBS
+    if owner[0] not in (*RECREATED_KINDS, JOB):
+        return OTHER_OWNER
+    if pod.namespace in settings.excluded_namespaces:
+        return EXCLUDED
+    critical = spec.get("priorityClassName") in SYSTEM_CRITICAL_CLASSES
+    if critical or pod.priority >= settings.system_critical_priority:
+        return CRITICAL
+    if not settings.evict_local_storage and has_local_storage(pod):
+        return LOCAL_STORAGE
+    return ""
+
+
+def qos_class(pod: PodInfo) -> str:
+    """Kubernetes' QoS class from the containers' requests and limits."""
+    containers = (pod.raw.get("spec") or {}).get("containers") or []
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        if limits or requests:
+            any_set = True
+        for name in (CPU, MEMORY):
+            limit = limits.get(name)
+            if limit is None or requests.get(name, limit) != limit:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class Estimator:
+    """A pod's predicted use: CPU as the scheduler's TargetLoadPacking predicts a new pod
+    (limit, else request x multiplier, else a default), memory as max(limit, request)."""
+
+    def __init__(
+        self,
+        default_cpu_m: int = resources.DEFAULT_REQUESTS_CPU_M,
+        multiplier: float = resources.DEFAULT_REQUESTS_MULTIPLIER,
+    ) -> None:
+        self.default_cpu_m = default_cpu_m
+        self.multiplier = multiplier
+
+    @classmethod
+    def for_profile(cls, profile: Any) -> Estimator:
+        """With the profile's TargetLoadPacking args when it scores with them."""
+        for plugin, _ in getattr(profile, "scores", ()):
+            args = getattr(plugin, "args", None)
+            if hasattr(args, "default_requests_cpu_m"):
+                return cls(args.default_requests_cpu_m, args.default_requests_multiplier)
+        return cls()
+
+    def use(self, pod: PodInfo, resource: str) -> int:
+        if resource == CPU:
+            return resources.predicted_cpu_m(pod, self.default_cpu_m, self.multiplier)
+        return max(pod.limits.get(resource, 0), pod.requests.get(resource, 0))
+
+    def percent(self, pod: PodInfo, node: NodeInfo, resource: str) -> float:
+        allocatable = node.allocatable.get(resource, 0)
+        return 100.0 * self.use(pod, resource) / allocatable if allocatable > 0 else 0.0
+
+
+def order(
+    pods: list[PodInfo],
+    excess: dict[str, float],
+    share: Callable[[PodInfo, str], float],
+) -> list[PodInfo]:
+    """Cheapest move first; `excess` in percentage points per resource above high, `share`
+    the pod's predicted percent of its node for a resource."""
+    main = max(excess, key=lambda r: excess[r]) if excess else CPU
+    need = excess.get(main, 0.0)
+
+    def key(pod: PodInfo) -> tuple[Any, ...]:
+        part = share(pod, main)
+        cover = (0, part) if part >= need else (1, -part)
+        return (pod.priority, QOS_RANK[qos_class(pod)], *cover, pod.key)
+
+    return sorted(pods, key=key)
