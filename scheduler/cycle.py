@@ -4,7 +4,8 @@ pop -> snapshot -> filter -> score -> pick -> assume -> bind (async) -> events
 
 - pop: the queue hands over the most important pending pod (priority, then age).
 - snapshot: the cache's nodes (under its lock, not copied), the metrics client's newest loads
-  (never waits on the network) and the predicted CPU of pods bound too recently to show.
+  (never waits on the network), the predicted CPU of pods bound too recently to show and the
+  workload profiles every prediction starts from (plugins/helpers/estimator.py).
 - filter: the profile's filter plugins; on big clusters only until enough feasible nodes are
   found (percentageOfNodesToScore, kube-scheduler's adaptive rule), starting where the last
   cycle stopped so every node gets its turn.
@@ -46,9 +47,11 @@ from scheduler.framework import (
 )
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.status import failure_message
+from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 from scheduler.kube import binder as binding
 from scheduler.kube.events import SCHEDULER_ERROR
 from scheduler.kube.evictor import Evictor, Finished
+from scheduler.plugins.helpers import estimator
 from scheduler.serve.status import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,16 @@ def pick(scores: dict[str, int], rng: random.Random) -> str:
     best = max(scores.values())
     ties = [node for node, score in scores.items() if score == best]
     return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+
+
+def prediction_doc(guess: estimator.Estimate) -> dict[str, Any]:
+    """The explain record's `prediction`: the figures and which estimate gave them."""
+    return {
+        "cpuM": guess.cpu_m,
+        "memoryBytes": guess.memory,
+        "source": guess.source,
+        "workload": guess.workload or None,
+    }
 
 
 class Cycle:
@@ -108,6 +121,8 @@ class Cycle:
         self.evictor = evictor_factory(self.preemption_done) if evictor_factory else None
         self.decisions = decisions  # None: nothing recorded, nothing spent on it
         self._considered = 0  # nodes the last filter pass looked at
+        # The watcher's workload profiles (backend/profiles_client.py); none until wired.
+        self.workloads: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -140,6 +155,7 @@ class Cycle:
         with self.cache.lock:
             nodes = self.cache.node_list()
             snap = take_snapshot(self.cache, loads, self.recent, now)
+            snap.workloads = self.workloads()
             state = CycleState()
             if record is not None:
                 state[FILTER_TALLY] = {}
@@ -157,9 +173,11 @@ class Cycle:
                     message = f"{message} {post.message}"
                 if record is not None:
                     counts = self._node_counts(len(nodes), 0, 0)
+                    guess = self.estimate(pod)
                     detail = explanation.unschedulable(
-                        pod, counts, reasons, state, message, post, self.predicted_cpu_m(pod)
+                        pod, counts, reasons, state, message, post, guess.cpu_m
                     )
+                    detail["prediction"] = prediction_doc(guess)
                     outcome = outcomes.PREEMPTING if post.nominated_node else outcomes.UNSCHEDULABLE
                     node = post.nominated_node
                     record.add(pod.key, pod.uid, now, profile.scheduler_name, outcome, node, detail)
@@ -176,12 +194,14 @@ class Cycle:
                 chosen = pick(scores, self.rng)
                 self._won[pod.uid] = scores[chosen]
             self._count_fallbacks(state)
-            predicted_m = self.predicted_cpu_m(pod)
+            guess = self.estimate(pod)
+            predicted_m = guess.cpu_m
             if record is not None:  # before the pod counts on its node: the view it was judged by
                 counts = self._node_counts(len(nodes), len(feasible), len(feasible) if parts else 0)
                 detail = explanation.placed(
                     pod, counts, reasons, state, snap, parts, chosen, predicted_m, record.top
                 )
+                detail["prediction"] = prediction_doc(guess)
                 record.add(
                     pod.key, pod.uid, now, profile.scheduler_name, outcomes.BINDING, chosen, detail
                 )
@@ -331,16 +351,29 @@ class Cycle:
             if count:
                 self.telemetry.fallbacks.labels(reason).inc(count)
 
-    def predicted_cpu_m(self, pod: PodInfo) -> int:
-        """The recently-bound estimate, with the profile's TargetLoadPacking args if any."""
+    def estimate(self, pod: PodInfo) -> estimator.Estimate:
+        """The pod's predicted use: its workload's profile, else the TargetLoadPacking rule
+        with the profile's args if any (upstream's defaults otherwise)."""
         profile = self.profiles.get(pod.scheduler_name)
         for plugin, _ in profile.scores if profile else ():
             args = getattr(plugin, "args", None)
             if hasattr(args, "default_requests_cpu_m"):
-                return resources.predicted_cpu_m(
+                cpu_m = resources.predicted_cpu_m(
                     pod, args.default_requests_cpu_m, args.default_requests_multiplier
                 )
-        return resources.predicted_cpu_m(pod)
+                return self._estimate(pod, cpu_m, getattr(args, "estimator", None))
+        return self._estimate(pod, resources.predicted_cpu_m(pod), None)
+
+    def _estimate(
+        self, pod: PodInfo, cpu_m: int, args: estimator.EstimatorArgs | None
+    ) -> estimator.Estimate:
+        args = args or estimator.DEFAULT_ARGS
+        memory = estimator.request_estimate(pod, args).memory
+        return estimator.estimate(pod, self.workloads(), args, (cpu_m, memory))
+
+    def predicted_cpu_m(self, pod: PodInfo) -> int:
+        """The CPU a pod bound now adds to its node until the watcher's window shows it."""
+        return self.estimate(pod).cpu_m
 
     # --- the binder's answer, on a binder thread ---------------------------------------
     def binding_done(self, pod: PodInfo, node: str, result: str, detail: str) -> None:

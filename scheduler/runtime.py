@@ -22,6 +22,7 @@ from kubernetes import client
 from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP, DecisionStore
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.backend.recent import RecentlyBound
 from scheduler.config.loader import SchedulerConfig
@@ -141,6 +142,13 @@ class Runtime:
             evictor_factory=lambda finished: Evictor(api, self.identity, finished),
             decisions=self.decisions,
         )
+        # What each workload's replicas use, for every prediction (plugins/helpers/estimator.py).
+        self.profiles_client = ProfilesClient(
+            cfg.watcher_address,
+            timeout=opts.watcher_timeout,
+            headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
+        )
+        self.cycle.workloads = self.profiles_client.profiles
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
         self.events.defer_to(lambda: self.queue.has_active() or not binder_idle.is_set())
@@ -205,6 +213,7 @@ class Runtime:
             self.extender.start()
         self.events.start()
         self.metrics.start()
+        self.profiles_client.start()
         if self.elector is not None:
             self.elector.start()
         opts = self.options
@@ -248,6 +257,7 @@ class Runtime:
         if self.elector is not None:
             self.elector.stop(release=True, timeout=left())
         self.metrics.stop()
+        self.profiles_client.stop()
         self.cache.stop(timeout=left())
         self.events.stop(timeout=left())
         if self.server is not None:

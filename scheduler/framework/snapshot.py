@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from scheduler.framework.clusterindex import ClusterIndex
 from scheduler.framework.types import NodeInfo, NodeLoad, PodInfo
+from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 
 
 @dataclass
@@ -20,6 +21,8 @@ class Snapshot:
     recent_cpu_m: dict[str, int] = field(default_factory=dict)
     # cluster-wide lookups (placed pods by label, namespaces, volume objects); the cache's own
     cluster: ClusterIndex = field(default_factory=ClusterIndex)
+    # what each workload's replicas use, from the watcher (plugins/helpers/estimator.py)
+    workloads: WorkloadProfiles = NO_PROFILES
 
 
 def snapshot_of(

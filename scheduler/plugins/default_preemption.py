@@ -45,6 +45,7 @@ from scheduler.framework.clusterindex import PDBS
 from scheduler.framework.labels import LabelSelector
 from scheduler.framework.status import failure_message
 from scheduler.plugins.helpers import loadview
+from scheduler.plugins.helpers.estimator import estimate
 
 if TYPE_CHECKING:
     from scheduler.framework.fields import Fields
@@ -306,7 +307,10 @@ class Plugin:
         allocatable = node.allocatable.get(CPU, 0)
         if allocatable <= 0:
             return u.avg
-        gone_m = sum(resources.predicted_cpu_m(v) for v in victims)
+        gone_m = sum(
+            estimate(v, snap.workloads, fallback=(resources.predicted_cpu_m(v), 0)).cpu_m
+            for v in victims
+        )
         recent_m = loadview.recent_cpu_m(snap, node, u)
         return max(0.0, u.avg + 100.0 * (recent_m - u.weight * gone_m) / allocatable)
 

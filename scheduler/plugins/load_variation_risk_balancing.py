@@ -19,6 +19,7 @@ import numpy as np
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.framework.resources import go_round_array
+from scheduler.plugins.helpers.estimator import EstimatorArgs, estimate, parse_estimator_args
 from scheduler.plugins.helpers.loadview import UNSERVED, recent_cpu_m, trimaran_spec, usage
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Args:
     safe_variance_margin: float = 1.0
     safe_variance_sensitivity: float = 1.0
     watcher_address: str = ""
+    estimator: EstimatorArgs = EstimatorArgs()
 
 
 def parse_args(f: Fields) -> Args:
@@ -44,6 +46,7 @@ def parse_args(f: Fields) -> Args:
         safe_variance_margin=margin if margin >= 0 else d.safe_variance_margin,
         safe_variance_sensitivity=sensitivity if sensitivity >= 0 else d.safe_variance_sensitivity,
         watcher_address=trimaran_spec(f),
+        estimator=parse_estimator_args(f),
     )
     f.finish()
     return args
@@ -128,8 +131,11 @@ class Plugin:
     ) -> list[int]:
         if not nodes:
             return []
-        cpu, cpu_ok = self._scores(state, nodes, snap, CPU, float(pod.requests.get(CPU, 0)))
-        mem, mem_ok = self._scores(state, nodes, snap, MEMORY, float(pod.requests.get(MEMORY, 0)))
+        # The pod's requests, as upstream counts it, unless its workload has a profile.
+        requested = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
+        pod_use = estimate(pod, snap.workloads, self.args.estimator, requested)
+        cpu, cpu_ok = self._scores(state, nodes, snap, CPU, float(pod_use.cpu_m))
+        mem, mem_ok = self._scores(state, nodes, snap, MEMORY, float(pod_use.memory))
         # upstream scores from the resources that have data; allocation stands in for both
         # only when neither has any
         both = np.minimum(cpu, mem)

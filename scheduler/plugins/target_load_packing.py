@@ -23,6 +23,7 @@ from scheduler.framework.resources import (
     go_round_array,
     predicted_cpu_m,
 )
+from scheduler.plugins.helpers.estimator import EstimatorArgs, estimate, parse_estimator_args
 from scheduler.plugins.helpers.loadview import (
     parse_prediction,
     recent_cpu_m,
@@ -44,6 +45,7 @@ class Args:
     default_requests_cpu_m: int = DEFAULT_REQUESTS_CPU_M
     default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
     watcher_address: str = ""
+    estimator: EstimatorArgs = EstimatorArgs()
 
 
 def parse_args(f: Fields) -> Args:
@@ -54,6 +56,7 @@ def parse_args(f: Fields) -> Args:
         default_requests_cpu_m=cpu_m,
         default_requests_multiplier=multiplier,
         watcher_address=trimaran_spec(f),
+        estimator=parse_estimator_args(f),
     )
     f.finish()
     return args
@@ -102,9 +105,11 @@ class Plugin:
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> bool:
-        state[_KEY] = predicted_cpu_m(
-            pod, self.args.default_requests_cpu_m, self.args.default_requests_multiplier
-        )
+        a = self.args
+        # Without a profile, upstream's prediction: limit, else request x multiplier, else
+        # the default (Trimaran parity).
+        fallback = predicted_cpu_m(pod, a.default_requests_cpu_m, a.default_requests_multiplier)
+        state[_KEY] = estimate(pod, snap.workloads, a.estimator, (fallback, 0)).cpu_m
         return True
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:

@@ -1,0 +1,153 @@
+"""The one estimate of what a pod will use, for every place that predicts it: TargetLoadPacking,
+LoadVariationRiskBalancing, LoadThreshold, recently bound pods, preemption's tie-break and the
+rebalancer.
+
+In order:
+1. `profile`: the pod's workload revision (shared.workloads) has a profile from the watcher
+   with at least `min_samples` per-replica samples: its `statistic` (p95 by default) of CPU and
+   memory per replica. A profile seen on fewer than three distinct replicas uses its max: with
+   two replicas a p95 is one replica's worst moment at best.
+2. `profile-previous`: the pod's revision has too few samples (a rollout just began) but the
+   workload's previous revision has enough: that one's figures.
+3. `requests`: the caller's request-based rule when it has one (TargetLoadPacking's and
+   LoadThreshold's Trimaran args; LoadVariationRiskBalancing's requests), else Koordinator's:
+   the limit when it is above the request, else the request scaled by 85 % (CPU) or 70 %
+   (memory), never above the limit.
+4. `default`: a resource the pod neither requests nor limits: 250m CPU, 200Mi memory
+   (Koordinator's defaults).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import CPU, MEMORY, PodInfo
+from scheduler.framework.resources import go_round
+from scheduler.framework.workloads import RevisionProfile, WorkloadProfiles
+from shared.workloads import Workload, workload_of
+
+if TYPE_CHECKING:
+    from scheduler.framework.fields import Fields
+
+PROFILE = "profile"
+PROFILE_PREVIOUS = "profile-previous"
+REQUESTS = "requests"
+DEFAULT = "default"
+STATISTICS = ("p50", "p95", "max")
+FEW_REPLICAS = 3  # fewer distinct replicas than this: the profile's max stands in
+_MEMO = "estimator.workload"
+
+
+@dataclass(frozen=True)
+class EstimatorArgs:
+    statistic: str = "p95"
+    min_samples: int = 10
+    cpu_scaling: float = 0.85  # Koordinator's scalingFactors: cpu 85, memory 70 (percent)
+    memory_scaling: float = 0.70
+    default_cpu_m: int = 250
+    default_memory: int = 200 * 1024**2
+    use_profiles: bool = True
+
+
+DEFAULT_ARGS = EstimatorArgs()
+
+
+def parse_estimator_args(f: Fields) -> EstimatorArgs:
+    """The optional `usageEstimate` section of a load-aware plugin's args."""
+    s = f.section("usageEstimate")
+    d = DEFAULT_ARGS
+    args = EstimatorArgs(
+        statistic=s.string("statistic", d.statistic, STATISTICS),
+        min_samples=s.integer("minSamples", d.min_samples, 1, 1_000_000),
+        cpu_scaling=s.number("cpuScaling", d.cpu_scaling, 0, 100),
+        memory_scaling=s.number("memoryScaling", d.memory_scaling, 0, 100),
+        default_cpu_m=s.cpu("defaultCPU", d.default_cpu_m),
+        default_memory=int(s.number("defaultMemoryBytes", d.default_memory, 0)),
+        use_profiles=s.boolean("useProfiles", d.use_profiles),
+    )
+    s.finish()
+    return args
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cpu_m: int
+    memory: int  # bytes
+    source: str  # PROFILE, PROFILE_PREVIOUS, REQUESTS or DEFAULT (the CPU figure's)
+    workload: str = ""  # `namespace/Kind/name@revision` of the profile used
+
+    def describe(self) -> str:
+        where = f" of {self.workload}" if self.workload else ""
+        return f"{self.cpu_m}m CPU, {self.memory // 1024**2}Mi memory from {self.source}{where}"
+
+
+def scaled(request: int, limit: int, scaling: float, default: int) -> tuple[int, bool]:
+    """Koordinator's estimate of one resource: (amount, whether the default was used)."""
+    if limit > request:
+        return limit, False
+    if request <= 0:
+        return default, True
+    amount = go_round(request * scaling)
+    return (min(amount, limit) if limit > 0 else amount), False
+
+
+def request_estimate(pod: PodInfo, args: EstimatorArgs = DEFAULT_ARGS) -> Estimate:
+    cpu, cpu_default = scaled(
+        pod.requests.get(CPU, 0), pod.limits.get(CPU, 0), args.cpu_scaling, args.default_cpu_m
+    )
+    memory, _ = scaled(
+        pod.requests.get(MEMORY, 0),
+        pod.limits.get(MEMORY, 0),
+        args.memory_scaling,
+        args.default_memory,
+    )
+    return Estimate(cpu, memory, DEFAULT if cpu_default else REQUESTS)
+
+
+def workload(pod: PodInfo) -> Workload | None:
+    """The pod's workload, parsed once per PodInfo."""
+    if _MEMO not in pod.memo:
+        pod.memo[_MEMO] = workload_of(pod.raw.get("metadata") or {})
+    return pod.memo[_MEMO]
+
+
+def profile_for(
+    pod: PodInfo, profiles: WorkloadProfiles, args: EstimatorArgs = DEFAULT_ARGS
+) -> tuple[RevisionProfile, str, str] | None:
+    """(profile, source, `key@revision`) for the pod, or None when none has enough samples."""
+    if not args.use_profiles or not profiles.by_key:
+        return None
+    w = workload(pod)
+    if w is None:
+        return None
+    found = profiles.by_key.get(w.key)
+    if found is None:
+        return None
+    own = found.revisions.get(w.revision)
+    if own is not None and own.samples >= args.min_samples:
+        return own, PROFILE, f"{w.key}@{w.revision}"
+    for revision, other in found.revisions.items():  # newest first
+        if revision != w.revision and other.samples >= args.min_samples:
+            return other, PROFILE_PREVIOUS, f"{w.key}@{revision}"
+    return None
+
+
+def estimate(
+    pod: PodInfo,
+    profiles: WorkloadProfiles,
+    args: EstimatorArgs = DEFAULT_ARGS,
+    fallback: tuple[int, int] | None = None,
+) -> Estimate:
+    """The pod's predicted use. `fallback`: the caller's own request-based (CPU m, memory
+    bytes), used instead of Koordinator's scaling when no profile applies."""
+    found = profile_for(pod, profiles, args)
+    if found is not None:
+        rev, source, where = found
+        statistic = "max" if rev.distinct_pods < FEW_REPLICAS else args.statistic
+        cpu = go_round(rev.cpu_m.get(statistic))
+        memory = go_round(rev.memory.get(statistic))
+        return Estimate(cpu, memory, source, where)
+    if fallback is not None:
+        return Estimate(fallback[0], fallback[1], REQUESTS)
+    return request_estimate(pod, args)
