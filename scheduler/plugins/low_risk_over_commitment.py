@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import betainc
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.framework.resources import go_round_array
@@ -56,6 +55,10 @@ def parse_args(f: Fields) -> Args:
 def cdf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The regularised incomplete beta function I_x(a, b); 0 where it is not a probability
     (upstream's DistributionFunction)."""
+    # scipy.special costs about 0.2 s to import (and pulls numpy.testing): paid on the first
+    # score, not at every start of a scheduler whose profiles may not use this plugin
+    from scipy.special import betainc
+
     ok = (a > 0) & (b > 0) & (x >= 0) & (x <= 1)
     with np.errstate(all="ignore"):
         p = betainc(np.where(ok, a, 1.0), np.where(ok, b, 1.0), np.where(ok, x, 0.5))
