@@ -65,10 +65,10 @@ def _run(scenario, seed, **per_contender):
 
 
 def test_summary_and_goals_use_medians():
-    def result(over100, over50, top, pending=0, seconds=10.0):
+    def result(over100, std, top, pending=0, seconds=10.0):
         return {
             "nodes_over_100": over100,
-            "nodes_over_target_10": over50,
+            "std_cpu": std,
             "max_cpu": top,
             "pending": pending,
             "bind_seconds": seconds,
@@ -95,6 +95,7 @@ def test_summary_and_goals_use_medians():
     assert met["ballast-tlp: 0 nodes over 100 %"] is True
     assert met["ballast-tlp: lower max than trimaran-tlp"] is True
     assert met["ballast-lvrb: 0 nodes over 100 %"] is False
-    assert met["ballast-lvrb: fewer nodes over target + 10 than trimaran-lvrb"] is False
+    assert met["ballast-lvrb: lower std of node CPU than trimaran-lvrb"] is False
+    assert met["ballast-tlp: lower std of node CPU than trimaran-tlp"] is True
     assert met["ballast-lvrb: all bound within kube-scheduler + 10 %"] is False
     assert met["ballast-tlp: no more pending than kube-scheduler"] is True
