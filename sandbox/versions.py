@@ -24,6 +24,11 @@ HELM_VERSION = "3.19.5"
 # sigs.k8s.io/metrics-server for the watcher's metrics-server source: the release built with
 # k8s.io 0.33 (one minor below the apiserver, as kwok); 0.7.x uses 0.29, 0.9.0 uses 0.36.
 METRICS_SERVER_VERSION = "0.8.0"
+# sigs.k8s.io/descheduler, the rebalancing benchmark's upstream contender (LowNodeUtilization on
+# Prometheus). Its release line follows Kubernetes' minor (v0.34.x for 1.34), but the module
+# proxy this project builds from serves v0.36.0 only (v0.34.0 and v0.35.x answer 403), so that
+# is the pin: k8s.io 0.36 clients against the 1.34 apiserver, two minors apart (docs/rebalancer.md).
+DESCHEDULER_VERSION = "0.36.0"
 
 
 def staging_version() -> str:
@@ -40,6 +45,11 @@ def cache_tag() -> str:
 def trimaran_binary() -> str:
     """The Trimaran scheduler's name in the binary cache: a new plugins pin builds a new one."""
     return f"kube-scheduler-trimaran-{SCHEDULER_PLUGINS_VERSION}"
+
+
+def descheduler_binary() -> str:
+    """The descheduler's name in the binary cache: a new pin builds a new one."""
+    return f"descheduler-{DESCHEDULER_VERSION}"
 
 
 def helm_binary() -> str:

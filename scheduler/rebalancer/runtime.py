@@ -218,8 +218,9 @@ class Rebalancer:
         now = time.time()
         leading = self.leading()
         loads = self.metrics.loads()
+        wanted = s.node_selector.items()
         with self.cache.lock:
-            names = list(self.cache.nodes)
+            names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
         view = classify(names, loads, s.rules, s.threshold_mode)
         self.streaks.observe(view)
         self.cooldowns.prune(now)

@@ -19,6 +19,7 @@ rebalancer:
   evictJobs: false
   evictLocalStorage: false
   excludedNamespaces: [kube-system]
+  nodeSelector: {}            # only nodes with these labels are judged (hot or target)
   systemCriticalPriority: 2000000000
   maxPerNode: 1               # evictions per node per round
   maxPerNamespace: 2          # per namespace per round
@@ -73,6 +74,7 @@ class RebalancerSettings:
     evict_jobs: bool = False
     evict_local_storage: bool = False
     excluded_namespaces: frozenset[str] = frozenset({"kube-system"})
+    node_selector: dict[str, str] = field(default_factory=dict)
     system_critical_priority: int = SYSTEM_CRITICAL_PRIORITY
     max_per_node: int = 1
     max_per_namespace: int = 2
@@ -130,6 +132,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),
         evict_local_storage=f.boolean("evictLocalStorage", d.evict_local_storage),
         excluded_namespaces=frozenset(_strings(f, "excludedNamespaces", d.excluded_namespaces)),
+        node_selector=_labels(f, "nodeSelector"),
         system_critical_priority=f.integer(
             "systemCriticalPriority", d.system_critical_priority, 0, 2**31 - 1
         ),
@@ -167,6 +170,15 @@ def _rule(f: Fields, mode: str) -> ResourceRule:
         raise f.error("low", f"must be below high ({rule.high:g}), got {rule.low:g}")
     f.finish()
     return rule
+
+
+def _labels(f: Fields, key: str) -> dict[str, str]:
+    value = f.raw(key, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise f.error(key, f"expected a mapping of label names to values, got {value!r}")
+    return dict(value)
 
 
 def _strings(f: Fields, key: str, default: frozenset[str]) -> list[str]:

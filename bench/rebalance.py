@@ -1,0 +1,617 @@
+"""`make bench-rebalance`: after placement goes wrong, who cools the hot nodes, at what cost.
+
+Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
+evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
+scheduler, which places every pod of every pool, replacements included. Three pools of
+identical nodes (same sizes, seeded background per node index) run at the same time, each with
+the same Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB
+of maxUnavailable 1 per Deployment); only the rebalancer differs:
+
+- none: nothing moves pods after binding;
+- ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
+- descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
+  the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
+  namespace, with the same thresholds.
+
+Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
+80-90 %), stable (nothing changes: every eviction is a false one). Measures come from the
+simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
+pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
+rebalance-<scenario>.png (hottest node over time, eviction marks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+from kubernetes import client
+
+from sandbox import descheduler, processes
+from sandbox.controlplane import ControlPlane, Ports
+from sandbox.demo_stack import Stack
+from sandbox.exporter import SyntheticExporter
+from sandbox.namespaces import ensure_namespace
+from sandbox.nodes import NodeSpec
+from sandbox.simulator import Simulator, SimulatorConfig, node_loads
+from sandbox.trimaran import stop_scheduler
+
+RESULTS = Path(__file__).resolve().parent / "results"
+POOL_LABEL = "ballast.dev/bench-pool"
+CONTENDERS = {
+    "none": "no rebalancer",
+    "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
+    "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
+}
+HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
+NODES = 8
+NODE_CPU = 4
+WORKLOADS = 8
+REPLICAS = 3
+REQUESTS_M = (300, 400, 500)
+BASE_FACTOR = (0.6, 1.0)
+BACKGROUND = (10.0, 35.0)
+HOT_BACKGROUND = (80.0, 90.0)
+DRIFT_FACTOR = 3.0
+DRIFTING = 3  # workloads whose use triples in "drift"
+HOT_NODES = 2  # nodes whose background jumps in "hot-start"
+RAMP_SECONDS = 10.0
+SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
+BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
+INTERVAL = 10.0  # both rebalancers' round period
+WATCHER_ENV = {
+    "BALLAST_POLL_INTERVAL": "2",
+    "BALLAST_POLL_JITTER": "0",
+    "BALLAST_RATE_RANGE": "15s",
+    "BALLAST_WINDOW": "60",
+}
+CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[15s]))'
+SEEDS = (1, 2, 3)
+T = 10.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    about: str
+    observe: float = 180.0  # seconds after the change
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("drift", f"{DRIFTING} of {WORKLOADS} workloads' use triples"),
+        Scenario("hot-start", f"{HOT_NODES} of {NODES} nodes' background jumps to 80-90 %"),
+        Scenario("stable", "nothing changes: every eviction is a false one", observe=300.0),
+    )
+}
+
+
+# -- the plan: a pure function of scenario and seed ---------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    background: list[float]  # per node index, % CPU
+    requests_m: list[int]  # per workload
+    factors: list[float]  # per workload, before the change
+    drifting: list[int]  # workload indexes whose factor triples at the change
+    heating: list[int]  # node indexes whose background jumps at the change
+    hot_background: list[float]  # per heating node
+
+
+def plan(scenario: Scenario, seed: int) -> Plan:
+    rng = random.Random(f"rebalance:{scenario.name}:{seed}")
+    background = [rng.uniform(*BACKGROUND) for _ in range(NODES)]
+    requests_m = [REQUESTS_M[i % len(REQUESTS_M)] for i in range(WORKLOADS)]
+    factors = [rng.uniform(*BASE_FACTOR) for _ in range(WORKLOADS)]
+    drifting = sorted(rng.sample(range(WORKLOADS), DRIFTING)) if scenario.name == "drift" else []
+    heating = sorted(rng.sample(range(NODES), HOT_NODES)) if scenario.name == "hot-start" else []
+    hot = [rng.uniform(*HOT_BACKGROUND) for _ in heating]
+    return Plan(background, requests_m, factors, drifting, heating, hot)
+
+
+def node_name(contender: str, i: int) -> str:
+    return f"{contender}-{i}"
+
+
+def namespace(contender: str) -> str:
+    return f"rb-{contender}"
+
+
+def workload_name(w: int) -> str:
+    return f"w{w}"
+
+
+def workload_of(pod_name: str) -> str:
+    """A Deployment's pod is <deployment>-<replicaset hash>-<suffix>."""
+    return pod_name.rsplit("-", 2)[0]
+
+
+# -- measures: pure functions of the samples ----------------------------------------------------
+def measure(
+    samples: list[tuple[float, list[float]]],
+    change: float,
+    evictions: list[dict[str, Any]],
+    unavailable_max: dict[str, int],
+    lost: int,
+) -> dict[str, Any]:
+    """`samples`: (time, CPU % per node of the pool), one a second; `evictions`: dicts with
+    time, workload and the node the replacement was bound to (or "")."""
+    after = [(t, cpus) for t, cpus in samples if t >= change]
+    over_100 = sum(sum(c > 100.0 for c in cpus) for _, cpus in after)
+    over_high = sum(sum(c > HIGH for c in cpus) for _, cpus in after)
+    last_hot = max((t for t, cpus in after if max(cpus) > HIGH), default=None)
+    last_over_100 = max((t for t, cpus in after if max(cpus) > 100.0), default=None)
+    tail = [cpus for t, cpus in after if t >= after[-1][0] - 10.0] if after else []
+    end = [statistics.fmean(c[i] for c in tail) for i in range(len(tail[0]))] if tail else []
+    end_t = after[-1][0] if after else change
+
+    def cooled_at(last: float | None) -> float | None:
+        if last is None:
+            return 0.0
+        return None if last >= end_t - 10.0 else round(last - change, 1)
+
+    bounced = 0
+    for ev in evictions:
+        node = ev.get("replacement_node")
+        if not node:
+            continue
+        idx = ev["replacement_index"]
+        window = [cpus[idx] for t, cpus in after if ev["bound_at"] <= t <= ev["bound_at"] + 60.0]
+        if window and max(window) > HIGH:
+            bounced += 1
+    per_workload: dict[str, int] = {}
+    for ev in evictions:
+        per_workload[ev["workload"]] = per_workload.get(ev["workload"], 0) + 1
+    return {
+        "node_seconds_over_100": over_100,
+        "node_seconds_over_high": over_high,
+        "hot_nodes_at_end": sum(c > HIGH for c in end),
+        "max_cpu_at_end": round(max(end), 1) if end else None,
+        "seconds_until_cool": cooled_at(last_hot),
+        "seconds_until_below_100": cooled_at(last_over_100),
+        "evictions": len(evictions),
+        "evictions_per_workload": per_workload,
+        "bounced": bounced,
+        "max_unavailable": max(unavailable_max.values(), default=0),
+        "pdb_violations": sum(v > 1 for v in unavailable_max.values()),
+        "pods_lost": lost,
+    }
+
+
+MEASURES = (
+    "node_seconds_over_100",
+    "node_seconds_over_high",
+    "hot_nodes_at_end",
+    "max_cpu_at_end",
+    "seconds_until_cool",
+    "seconds_until_below_100",
+    "evictions",
+    "bounced",
+    "max_unavailable",
+    "pdb_violations",
+    "pods_lost",
+)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """scenario -> contender -> measure -> median, min, max over the seeds (None: never)."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        for c, r in run["contenders"].items():
+            slot = out.setdefault(run["scenario"], {}).setdefault(c, {})
+            for m in MEASURES:
+                slot.setdefault(m, []).append(r.get(m))
+    for per_c in out.values():
+        for c, values in per_c.items():
+            per_c[c] = {m: _spread(v) for m, v in values.items()}
+    return out
+
+
+def _spread(values: list[Any]) -> dict[str, Any]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"median": None, "min": None, "max": None, "never": len(values)}
+    spread = {"median": statistics.median(known), "min": min(known), "max": max(known)}
+    if len(known) < len(values):
+        spread["never"] = len(values) - len(known)  # runs where it never happened
+    return spread
+
+
+# -- one run ----------------------------------------------------------------------------------
+def deployment(w: int, contender: str, cpu_m: int) -> dict[str, Any]:
+    name = workload_name(w)
+    container = {
+        "name": "app",
+        "image": "example.invalid/app:1",
+        "resources": {"requests": {"cpu": f"{cpu_m}m", "memory": "128Mi"}},
+    }
+    spec = {
+        "schedulerName": "ballast",
+        "terminationGracePeriodSeconds": 0,
+        "nodeSelector": {POOL_LABEL: contender},
+        "containers": [container],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
+
+
+def pdb(w: int) -> dict[str, Any]:
+    name = workload_name(w)
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": name}}},
+    }
+
+
+def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -> None:
+    plane.spawn(name, argv)
+    url = f"http://127.0.0.1:{port}/healthz"
+    plane.wait_until(name, lambda: requests.get(url, timeout=2).status_code == 200, 60)
+
+
+def _start_scheduler(plane: ControlPlane, watcher_url: str, work: Path) -> None:
+    cfg = work / "scheduler.yaml"
+    doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
+    cfg.write_text(yaml.safe_dump(doc))
+    port = processes.free_port()
+    argv = [sys.executable, "-m", "ballast.cli", "scheduler", "--config", str(cfg)]
+    argv += ["--kubeconfig", str(plane.kubeconfig), "--metrics-listen", f"127.0.0.1:{port}"]
+    _start_process(plane, "scheduler", argv + ["--log-level", "WARNING"], port)
+
+
+def rebalancer_config(watcher_url: str) -> dict[str, Any]:
+    return {
+        "watcherAddress": watcher_url,
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "ballast"}],
+        "rebalancer": {
+            "interval": f"{INTERVAL:g}s",
+            "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
+            "nodeSelector": {POOL_LABEL: "ballast"},
+            "maxPerNode": 1,
+            "maxPerRound": 5,
+        },
+    }
+
+
+def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path) -> int:
+    cfg = work / "rebalancer.yaml"
+    cfg.write_text(yaml.safe_dump(rebalancer_config(watcher_url), sort_keys=False))
+    port = processes.free_port()
+    argv = [sys.executable, "-m", "ballast.cli", "rebalancer", "--config", str(cfg)]
+    argv += ["--kubeconfig", str(plane.kubeconfig), "--listen", f"127.0.0.1:{port}"]
+    _start_process(plane, "rebalancer", argv, port)
+    return port
+
+
+class Recorder:
+    """Every second: each node's true CPU (the simulator's state, unclamped) and each pool's
+    pods; evictions are pods of a pool that disappear."""
+
+    def __init__(
+        self, sim: Simulator, api: client.ApiClient, contenders: list[str], p: Plan
+    ) -> None:
+        self.sim, self.core, self.contenders, self.plan = (
+            sim,
+            client.CoreV1Api(api),
+            contenders,
+            p,
+        )
+        self.samples: dict[str, list[tuple[float, list[float]]]] = {c: [] for c in contenders}
+        self.evictions: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
+        self.unavailable: dict[str, dict[str, int]] = {c: {} for c in contenders}
+        self.pods: dict[str, dict[str, tuple[str, str]]] = {c: {} for c in contenders}
+        self.drift_on = False
+        self.measuring = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="recorder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self._tick()
+            except Exception as exc:  # noqa: BLE001 - a missed second must not end the run
+                print(f"  recorder: {type(exc).__name__}: {exc}", flush=True)
+
+    def _factor(self, workload: str) -> float:
+        w = int(workload[1:])
+        base = self.plan.factors[w]
+        return base * DRIFT_FACTOR if self.drift_on and w in self.plan.drifting else base
+
+    def _tick(self) -> None:
+        now = time.time()
+        with self.sim._lock:  # the simulator's own state: the loads it is serving now
+            nodes = dict(self.sim._nodes)
+            uses = list(self.sim._pods.values())
+        factors = self.sim.config.pod_factors
+        for use in uses:
+            factors[use.key] = self._factor(workload_of(use.key.split("/", 1)[1]))
+        loads = node_loads(nodes, uses, now, self.sim.config, clamp=False)
+        for c in self.contenders:
+            cpus = [loads.get(node_name(c, i), (0.0, 0.0))[0] for i in range(NODES)]
+            self.samples[c].append((now, cpus))
+            self._pods(c, now)
+
+    def _pods(self, c: str, now: float) -> None:
+        items = self.core.list_namespaced_pod(namespace(c), _request_timeout=T).items
+        seen: dict[str, tuple[str, str]] = {}
+        ready: dict[str, int] = {}
+        for p in items:
+            name, node = p.metadata.name, p.spec.node_name or ""
+            seen[p.metadata.uid] = (name, node)
+            if node and not p.metadata.deletion_timestamp:
+                w = workload_of(name)
+                ready[w] = ready.get(w, 0) + 1
+        known = self.pods[c]
+        if self.measuring:
+            for uid, (name, node) in known.items():
+                if uid not in seen:
+                    ev = {"time": now, "workload": workload_of(name), "from": node, "uid": uid}
+                    ev.update(replacement_node="", replacement_index=-1, bound_at=0.0)
+                    self.evictions[c].append(ev)
+            for uid, (name, node) in seen.items():
+                if node and known.get(uid, ("", ""))[1] != node:
+                    self._replacement(c, workload_of(name), node, now)
+            for w in range(WORKLOADS):
+                short = REPLICAS - ready.get(workload_name(w), 0)
+                slot = self.unavailable[c]
+                slot[workload_name(w)] = max(slot.get(workload_name(w), 0), short)
+        self.pods[c] = seen
+
+    def _replacement(self, c: str, workload: str, node: str, now: float) -> None:
+        for ev in self.evictions[c]:
+            if ev["workload"] == workload and not ev["replacement_node"]:
+                ev["replacement_node"] = node
+                ev["replacement_index"] = int(node.rsplit("-", 1)[1])
+                ev["bound_at"] = now
+                return
+
+    def lost(self, c: str) -> int:
+        per: dict[str, int] = {}
+        for name, node in self.pods[c].values():
+            if node:
+                per[workload_of(name)] = per.get(workload_of(name), 0) + 1
+        return sum(max(0, REPLICAS - per.get(workload_name(w), 0)) for w in range(WORKLOADS))
+
+
+def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> dict[str, Any]:
+    p = plan(scenario, seed)
+    background = {
+        node_name(c, i): (p.background[i], 20.0) for c in contenders for i in range(NODES)
+    }
+    config = SimulatorConfig(
+        seed=seed,
+        factor_min=1.0,
+        factor_max=1.0,
+        ramp_seconds=RAMP_SECONDS,
+        background=background,
+        pod_factors={},
+    )
+    specs = [
+        NodeSpec(node_name(c, i), cpu=str(NODE_CPU), memory="16Gi", labels={POOL_LABEL: c})
+        for c in contenders
+        for i in range(NODES)
+    ]
+    work = Path(tempfile.mkdtemp(prefix=f"ballast-rebalance-{scenario.name}-{seed}-"))
+    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True, controllers=True)
+    stack = Stack(work / "services")
+    exporter = sim = api = recorder = None
+    ok = False
+    try:
+        started = time.monotonic()
+        plane.start(specs)
+        api = plane.api_client()
+        exporter = SyntheticExporter().start()
+        sim = Simulator(api, exporter, config).start()
+        if not sim.wait_synced(60):
+            raise TimeoutError("the simulator could not list nodes and pods")
+        redis_url = stack.start_redis()
+        prom = stack.start_prometheus(exporter.target)
+        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
+        watcher_url = stack.start_watcher(prom, redis_url, env)
+        _wait_watcher(watcher_url, [s.name for s in specs])
+        _start_scheduler(plane, watcher_url, work)
+        recorder = Recorder(sim, api, contenders, p)
+        recorder.start()
+        apps, policy = client.AppsV1Api(api), client.PolicyV1Api(api)
+        for c in contenders:
+            ensure_namespace(api, namespace(c))
+        for w in range(WORKLOADS):
+            for c in contenders:
+                body = deployment(w, c, p.requests_m[w])
+                apps.create_namespaced_deployment(namespace(c), body, _request_timeout=T)
+                policy.create_namespaced_pod_disruption_budget(
+                    namespace(c), pdb(w), _request_timeout=T
+                )
+        total = WORKLOADS * REPLICAS * len(contenders)
+        _wait(lambda: sum(recorder.lost(c) == 0 for c in contenders) == len(contenders), 120,
+              f"{total} pods bound")  # fmt: skip
+        time.sleep(SETTLE_SECONDS)
+        say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
+        if "ballast" in contenders:
+            _start_rebalancer(plane, watcher_url, work)
+        if "descheduler" in contenders:
+            doc = descheduler.policy(
+                CPU_QUERY,
+                LOW,
+                HIGH,
+                namespaces=[namespace("descheduler")],
+                node_selector=f"{POOL_LABEL}=descheduler",
+            )
+            descheduler.start_descheduler(plane, prom, doc, INTERVAL)
+        recorder.measuring = True
+        time.sleep(BEFORE_CHANGE)
+        change = time.time()
+        recorder.drift_on = True
+        for idx, hot in zip(p.heating, p.hot_background, strict=True):
+            for c in contenders:
+                background[node_name(c, idx)] = (hot, 20.0)
+        say(f"  change at +{time.monotonic() - started:.0f} s; observing {scenario.observe:.0f} s")
+        time.sleep(scenario.observe)
+        recorder.stop()
+        results = {}
+        for c in contenders:
+            samples = recorder.samples[c]
+            r = measure(
+                samples,
+                change,
+                recorder.evictions[c],
+                recorder.unavailable[c],
+                recorder.lost(c),
+            )
+            r["hottest_over_time"] = [
+                [round(t - change, 1), round(max(cpus), 1)] for t, cpus in samples
+            ]
+            r["eviction_times"] = [round(e["time"] - change, 1) for e in recorder.evictions[c]]
+            r["false_evictions_before_change"] = sum(
+                1 for e in recorder.evictions[c] if e["time"] < change
+            )
+            results[c] = r
+        if "descheduler" in contenders:
+            results["descheduler"]["log_errors"] = _errors(plane, "descheduler")
+        ok = True
+        return {"scenario": scenario.name, "seed": seed, "contenders": results}
+    finally:
+        if recorder is not None:
+            recorder.stop()
+        for name in ("rebalancer", "descheduler", "scheduler"):
+            stop_scheduler(plane, name)
+        stack.stop()
+        if sim is not None:
+            sim.stop(timeout=2.0)
+        if exporter is not None:
+            exporter.stop()
+        if api is not None:
+            api.close()
+        plane.stop()
+        if ok:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            say(f"  logs kept in {work}")
+
+
+def _errors(plane: ControlPlane, name: str) -> list[str]:
+    log = plane.log_dir / f"{name}.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return [line[:300] for line in text.splitlines() if line.startswith("E")][:20]
+
+
+def _wait(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+
+
+def _wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
+    def ready() -> bool:
+        try:
+            doc = requests.get(f"{url}/api/v1/nodes", timeout=5).json()["nodes"]
+        except (requests.RequestException, ValueError, KeyError):
+            return False
+        return all("cpu" in (doc.get(n) or {}).get("metrics", {}) for n in nodes)
+
+    _wait(ready, timeout, f"the watcher reporting {len(nodes)} nodes")
+
+
+# -- the command --------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.rebalance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
+    parser.add_argument("--contenders", help=f"comma-separated, of {', '.join(CONTENDERS)}")
+    parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
+    args = parser.parse_args(argv)
+    names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
+    contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
+    if "descheduler" in contenders:
+        descheduler.ensure_built()
+    seeds = list(range(1, args.seeds + 1))
+    started = time.monotonic()
+    runs = []
+    for name in names:
+        for seed in seeds:
+            print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
+            run = run_one(SCENARIOS[name], seed, contenders, say=lambda s: print(s, flush=True))
+            runs.append(run)
+            for c, r in run["contenders"].items():
+                print(
+                    f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
+                    f"  node-s >100% {r['node_seconds_over_100']:>4}"
+                    f"  >{HIGH:.0f}% {r['node_seconds_over_high']:>4}"
+                    f"  hot at end {r['hot_nodes_at_end']}  cool after {r['seconds_until_cool']}"
+                    f"  max unavailable {r['max_unavailable']}  lost {r['pods_lost']}",
+                    flush=True,
+                )
+    doc = {
+        "about": __doc__.split("\n\n")[0],
+        "seconds": round(time.monotonic() - started),
+        "cpus": os.cpu_count(),
+        "setup": {
+            "nodes_per_pool": NODES,
+            "node_cpu": NODE_CPU,
+            "workloads": WORKLOADS,
+            "replicas": REPLICAS,
+            "requests_m": REQUESTS_M,
+            "base_factor": BASE_FACTOR,
+            "background_cpu": BACKGROUND,
+            "hot_background_cpu": HOT_BACKGROUND,
+            "drift_factor": DRIFT_FACTOR,
+            "high": HIGH,
+            "low": LOW,
+            "interval": INTERVAL,
+            "watcher": WATCHER_ENV,
+            "descheduler_query": CPU_QUERY,
+            "rebalancer_config": rebalancer_config("http://watcher"),
+            "seeds": seeds,
+            "scenarios": {n: SCENARIOS[n].about for n in names},
+            "observe_seconds": {n: SCENARIOS[n].observe for n in names},
+            "contenders": {c: CONTENDERS[c] for c in contenders},
+        },
+        "summary": summarize(runs),
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"results: {args.out} ({doc['seconds']} s)")
+    from bench.rebalance_plots import plot_all
+
+    for path in plot_all(doc, args.out.parent, prefix=args.out.stem):
+        print(f"plot: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

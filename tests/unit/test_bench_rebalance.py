@@ -1,0 +1,69 @@
+"""The rebalancing benchmark's pure parts: the plan and the measures."""
+
+from __future__ import annotations
+
+from bench import rebalance
+from sandbox import descheduler
+
+
+def test_plan_is_seeded_and_changes_only_what_the_scenario_says():
+    drift = rebalance.plan(rebalance.SCENARIOS["drift"], 1)
+    assert drift == rebalance.plan(rebalance.SCENARIOS["drift"], 1)
+    assert len(drift.drifting) == rebalance.DRIFTING and drift.heating == []
+    hot = rebalance.plan(rebalance.SCENARIOS["hot-start"], 1)
+    assert len(hot.heating) == rebalance.HOT_NODES and hot.drifting == []
+    assert all(80 <= b <= 90 for b in hot.hot_background)
+    stable = rebalance.plan(rebalance.SCENARIOS["stable"], 1)
+    assert stable.drifting == [] and stable.heating == []
+
+
+def test_workload_of_a_deployment_pod():
+    assert rebalance.workload_of("w3-7d9f8c6b5-x2kqp") == "w3"
+
+
+def test_measure_from_samples():
+    change = 100.0
+    samples = [(99.0, [120.0, 10.0])]  # before the change: not counted
+    samples += [(100.0 + s, [105.0 if s < 5 else 70.0, 85.0 if s < 8 else 40.0]) for s in range(30)]
+    evictions = [
+        {"time": 103.0, "workload": "w1", "replacement_node": "ballast-1",
+         "replacement_index": 1, "bound_at": 104.0},
+        {"time": 110.0, "workload": "w1", "replacement_node": "ballast-1",
+         "replacement_index": 1, "bound_at": 112.0},
+        {"time": 111.0, "workload": "w2", "replacement_node": "", "replacement_index": -1,
+         "bound_at": 0.0},
+    ]  # fmt: skip
+    r = rebalance.measure(samples, change, evictions, {"w1": 1, "w2": 2}, lost=0)
+    assert r["node_seconds_over_100"] == 5
+    assert r["node_seconds_over_high"] == 5 + 8
+    assert r["seconds_until_below_100"] == 4.0 and r["seconds_until_cool"] == 7.0
+    assert r["hot_nodes_at_end"] == 0
+    # The first replacement landed on node 1 while it was still over 80 %; the second after.
+    assert r["bounced"] == 1
+    assert r["evictions"] == 3 and r["evictions_per_workload"] == {"w1": 2, "w2": 1}
+    assert r["max_unavailable"] == 2 and r["pdb_violations"] == 1
+
+
+def test_measure_never_cooled():
+    samples = [(100.0 + s, [95.0]) for s in range(30)]
+    r = rebalance.measure(samples, 100.0, [], {}, lost=1)
+    assert r["seconds_until_cool"] is None and r["hot_nodes_at_end"] == 1
+    assert r["pods_lost"] == 1
+
+
+def test_summary_marks_runs_where_it_never_happened():
+    runs = [
+        {"scenario": "drift", "contenders": {"none": {"seconds_until_cool": None}}},
+        {"scenario": "drift", "contenders": {"none": {"seconds_until_cool": 30.0}}},
+    ]
+    cool = rebalance.summarize(runs)["drift"]["none"]["seconds_until_cool"]
+    assert cool == {"median": 30.0, "min": 30.0, "max": 30.0, "never": 1}
+
+
+def test_descheduler_policy_uses_the_metric_resource():
+    doc = descheduler.policy("q", 50, 80, namespaces=["a"], node_selector="pool=x")
+    args = doc["profiles"][0]["pluginConfig"][1]["args"]
+    assert args["thresholds"] == {"MetricResource": 50}
+    assert args["targetThresholds"] == {"MetricResource": 80}
+    assert args["metricsUtilization"] == {"source": "Prometheus", "prometheus": {"query": "q"}}
+    assert args["evictableNamespaces"] == {"include": ["a"]} and doc["nodeSelector"] == "pool=x"
