@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement bench-rebalance chaos clean
 
 all: test
 
@@ -78,6 +78,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
+
+# Rebalancers side by side (none, Ballast's, upstream descheduler) on drift, hot-start and
+# stable; builds the descheduler into .cache/ on first use. BENCH_ARGS="--seeds 1" for one seed.
+bench-rebalance: sandbox-build $(VENV)/.bench-installed
+	$(PY) -m bench.rebalance $(BENCH_ARGS)
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.
