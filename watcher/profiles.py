@@ -85,8 +85,9 @@ class Ring:
         return (self.head + np.arange(self.capacity)) % self.capacity
 
     def stats(self) -> dict[str, Any]:
+        """Everything but the percentiles (`percentiles` computes those for many rings)."""
         live = self._live()
-        out: dict[str, Any] = {
+        return {
             "samples": int(self.count),
             "samplesTotal": int(self.total),
             "replicas": self.replicas,
@@ -94,18 +95,6 @@ class Ring:
             "first": round(float(self.times[live].min()), 3) if self.count else None,
             "last": round(self.last, 3) if self.count else None,
         }
-        for name, values, digits in (("cpu", self.cpu, 1), ("memory", self.memory, 0)):
-            if not self.count:
-                out[name] = None
-                continue
-            v = values[live].astype(np.float64)
-            p50, p95 = np.percentile(v, (50, 95))
-            out[name] = {
-                "p50": round(float(p50), digits),
-                "p95": round(float(p95), digits),
-                "max": round(float(v.max()), digits),
-            }
-        return out
 
     def encode(self) -> bytes:
         """The held samples, oldest first: times as float32 seconds before the newest."""
@@ -131,6 +120,36 @@ class Ring:
         ring.total, ring.distinct, ring.replicas = total, distinct, replicas
         ring.last = newest if n else 0.0
         return ring
+
+
+def percentiles(rings: list[Ring], what: str, digits: int) -> list[dict[str, float] | None]:
+    """p50, p95 (linear, as numpy's default) and max of `what` ("cpu" or "memory") for many
+    rings at once: one sort of a rings x capacity matrix, empty slots sorted last."""
+    if not rings:
+        return []
+    capacity = rings[0].capacity
+    values = np.full((len(rings), capacity), np.inf, dtype=np.float64)
+    counts = np.zeros(len(rings), dtype=np.int64)
+    for i, ring in enumerate(rings):
+        if ring.count:
+            live = ring._live()
+            values[i, : ring.count] = getattr(ring, what)[live]
+            counts[i] = ring.count
+    values.sort(axis=1)
+    values[counts == 0] = 0.0  # no samples: no figures (None below), and no inf - inf
+    rows = np.arange(len(rings))
+    last = np.maximum(counts - 1, 0)
+    out = {"max": values[rows, last]}
+    for name, q in (("p50", 0.5), ("p95", 0.95)):
+        pos = last * q
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, last)
+        low, high = values[rows, lo], values[rows, hi]
+        out[name] = low + (high - low) * (pos - lo)
+    return [
+        {k: round(float(out[k][i]), digits) for k in ("p50", "p95", "max")} if counts[i] else None
+        for i in range(len(rings))
+    ]
 
 
 @dataclass(frozen=True)
@@ -225,6 +244,13 @@ class ProfileBook:
 
     def doc(self, now: float | None = None) -> dict[str, Any]:
         """The profiles as /api/v1/workloads serves them (CPU in millicores, memory in bytes)."""
+        slots = list(self.rings)
+        rings = [self.rings[slot] for slot in slots]
+        stats = {}
+        for slot, ring, cpu, memory in zip(
+            slots, rings, percentiles(rings, "cpu", 1), percentiles(rings, "memory", 0), strict=True
+        ):
+            stats[slot] = {**ring.stats(), "cpu": cpu, "memory": memory}
         workloads = {}
         for key, revisions in self.revisions.items():
             w = self.workloads[key]
@@ -233,7 +259,7 @@ class ProfileBook:
                 "kind": w.kind,
                 "name": w.name,
                 "current": revisions[-1],
-                "revisions": {r: self.rings[(key, r)].stats() for r in reversed(revisions)},
+                "revisions": {r: stats[(key, r)] for r in reversed(revisions)},
             }
         return {
             "built": round(time.time() if now is None else now, 3),

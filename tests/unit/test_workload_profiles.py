@@ -130,3 +130,23 @@ def test_rings_survive_encode_and_decode() -> None:
     assert again.doc(0)["workloads"] == book.doc(0)["workloads"]
     ring = Ring.decode(Ring(8).encode(), 8)
     assert ring.count == 0 and not math.isnan(ring.last)
+
+
+def test_batched_percentiles_match_numpy() -> None:
+    import numpy as np
+
+    from watcher.profiles import percentiles
+
+    rng = np.random.default_rng(1)
+    rings = []
+    for n in (1, 2, 7, 300):
+        ring = Ring(CAPACITY)
+        for t, v in enumerate(rng.uniform(0, 1000, n)):
+            ring.add(float(t), float(v), 1.0)
+        rings.append(ring)
+    for ring, got in zip(rings, percentiles(rings, "cpu", 3), strict=True):
+        live = ring.cpu[ring._live()].astype(float)
+        want = np.percentile(live, (50, 95))
+        assert abs(got["p50"] - want[0]) < 1e-2 and abs(got["p95"] - want[1]) < 1e-2
+        assert got["max"] == round(float(live.max()), 3)
+    assert percentiles([Ring(4)], "cpu", 0) == [None]
