@@ -25,6 +25,7 @@ from kubernetes import client
 
 from scheduler.backend.cache import ClusterCache
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, PodInfo, Snapshot
 from scheduler.framework.profile import Profile
@@ -102,7 +103,13 @@ class Rebalancer:
             max_backoff=opts.watcher_max_backoff,
             token=BearerToken(sched.watcher_token, sched.watcher_token_file),
         )
-        self.estimator = Estimator.for_profile(self.profile)
+        # What each workload's replicas use: the victims' predictions, as the scheduler's.
+        self.profiles_client = ProfilesClient(
+            sched.watcher_address,
+            timeout=opts.watcher_timeout,
+            headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
+        )
+        self.estimator = Estimator.for_profile(self.profile, self.profiles_client.profiles)
         # Our moves, counted on their targets until the window shows the replacement there.
         self.recent = RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S)
         self.writer = evictions.Writer(api, self.identity)
@@ -149,6 +156,7 @@ class Rebalancer:
         if self.server is not None:
             self.server.start()
         self.metrics.start()
+        self.profiles_client.start()
         if self.elector is not None:
             self.elector.start()
         self.cache.start()
@@ -170,6 +178,7 @@ class Rebalancer:
         if self.elector is not None:
             self.elector.stop(release=True, timeout=left())
         self.metrics.stop()
+        self.profiles_client.stop()
         self.cache.stop(timeout=left())
         if self.server is not None:
             self.server.stop()

@@ -7,8 +7,8 @@ priority, excluded namespaces. Order, cheapest move first: lower priority, then 
 (BestEffort, Burstable, Guaranteed), then how well the pod's predicted use covers the node's
 excess: the smallest pod that covers it alone first, then the others biggest first.
 
-The use of a pod is predicted by `Estimator` (the scheduler's own recently-bound estimate: its
-limit, else request x multiplier, else a default) until a workload usage profile exists.
+The use of a pod is predicted by `Estimator`: the scheduler's one estimate (its workload's
+measured profile from the watcher, else TargetLoadPacking's request rule).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import CPU, MEMORY, NodeInfo, PodInfo, resources
+from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
+from scheduler.plugins.helpers import estimator
 from scheduler.rebalancer.settings import RebalancerSettings
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -110,30 +112,46 @@ def qos_class(pod: PodInfo) -> str:
 
 
 class Estimator:
-    """A pod's predicted use: CPU as the scheduler's TargetLoadPacking predicts a new pod
-    (limit, else request x multiplier, else a default), memory as max(limit, request)."""
+    """A pod's predicted use, as the scheduler predicts a new pod's (plugins/helpers/estimator.py):
+    its workload's measured profile when the watcher has one, else TargetLoadPacking's request
+    rule with the profile's args (limit, else request x multiplier, else a default)."""
 
     def __init__(
         self,
         default_cpu_m: int = resources.DEFAULT_REQUESTS_CPU_M,
         multiplier: float = resources.DEFAULT_REQUESTS_MULTIPLIER,
+        args: estimator.EstimatorArgs | None = None,
+        profiles: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES,
     ) -> None:
         self.default_cpu_m = default_cpu_m
         self.multiplier = multiplier
+        self.args = args or estimator.DEFAULT_ARGS
+        self.profiles = profiles
 
     @classmethod
-    def for_profile(cls, profile: Any) -> Estimator:
+    def for_profile(
+        cls, profile: Any, profiles: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
+    ) -> Estimator:
         """With the profile's TargetLoadPacking args when it scores with them."""
         for plugin, _ in getattr(profile, "scores", ()):
             args = getattr(plugin, "args", None)
             if hasattr(args, "default_requests_cpu_m"):
-                return cls(args.default_requests_cpu_m, args.default_requests_multiplier)
-        return cls()
+                return cls(
+                    args.default_requests_cpu_m,
+                    args.default_requests_multiplier,
+                    getattr(args, "estimator", None),
+                    profiles,
+                )
+        return cls(profiles=profiles)
+
+    def estimate(self, pod: PodInfo) -> estimator.Estimate:
+        cpu_m = resources.predicted_cpu_m(pod, self.default_cpu_m, self.multiplier)
+        memory = estimator.request_estimate(pod, self.args).memory
+        return estimator.estimate(pod, self.profiles(), self.args, (cpu_m, memory))
 
     def use(self, pod: PodInfo, resource: str) -> int:
-        if resource == CPU:
-            return resources.predicted_cpu_m(pod, self.default_cpu_m, self.multiplier)
-        return max(pod.limits.get(resource, 0), pod.requests.get(resource, 0))
+        guess = self.estimate(pod)
+        return guess.cpu_m if resource == CPU else guess.memory
 
     def percent(self, pod: PodInfo, node: NodeInfo, resource: str) -> float:
         allocatable = node.allocatable.get(resource, 0)
