@@ -2,6 +2,7 @@
 
 Reads `GET /api/v1/nodes` (docs/api.md); against an upstream load-watcher, which has no
 /api/v1, it falls back to the `/watcher` envelope and shows what that carries (AVG, STD, Latest).
+`--workloads` shows the workload profiles instead (`GET /api/v1/workloads`, docs/profiles.md).
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="redraw every SECONDS until Ctrl-C",
     )
-    parser.add_argument("nodes", nargs="*", help="only these nodes")
+    parser.add_argument(
+        "--workloads",
+        action="store_true",
+        help="show what one replica of each workload uses (its profile) instead of nodes",
+    )
+    parser.add_argument("nodes", nargs="*", help="only these nodes (with --workloads: namespaces)")
     parser.set_defaults(func=run)
 
 
@@ -75,6 +81,62 @@ def fetch(base: str, token: str | None = None, timeout: float = TIMEOUT) -> dict
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
         raise TopError(f"the watcher at {base} answered without a `nodes` object")
     return doc
+
+
+def fetch_workloads(base: str, token: str | None = None, timeout: float = TIMEOUT) -> dict:
+    """The watcher's /api/v1/workloads answer."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        answer = requests.get(
+            f"{base.rstrip('/')}/api/v1/workloads", headers=headers, timeout=timeout
+        )
+        _check(answer)
+        doc = answer.json()
+    except requests.RequestException as exc:
+        raise TopError(f"cannot reach the watcher at {base}: {exc}") from None
+    except ValueError as exc:
+        raise TopError(f"the watcher at {base} answered something unreadable: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("workloads"), dict):
+        raise TopError(f"the watcher at {base} answered without a `workloads` object")
+    return doc
+
+
+def render_workloads(doc: dict[str, Any], only: list[str] | None = None) -> str:
+    """One row per workload revision, newest first: per-replica CPU (millicores) and memory
+    (MiB) p50, p95 and max over the profile's window, with its sample count."""
+    rows = []
+    for key in sorted(doc.get("workloads") or {}):
+        w = doc["workloads"][key] or {}
+        if only and w.get("namespace") not in only:
+            continue
+        for revision, r in (w.get("revisions") or {}).items():
+            cpu, mem = r.get("cpu") or {}, r.get("memory") or {}
+            mib = {k: v / 1024**2 for k, v in mem.items() if isinstance(v, (int, float))}
+            cells = [_num(cpu.get(k), 7, 0) for k in ("p50", "p95", "max")]
+            cells += [_num(mib.get(k), 7, 0) for k in ("p50", "p95", "max")]
+            age = time.time() - r["last"] if isinstance(r.get("last"), (int, float)) else None
+            rows.append((key, revision or "-", r.get("samples"), r.get("distinctPods"), cells, age))
+    width = max([8, *(len(row[0]) for row in rows)])
+    poll = doc.get("lastPoll") or {}
+    status = "ok" if poll.get("ok") else f"FAILED: {poll.get('error') or 'no poll yet'}"
+    window = doc.get("window")
+    lines = [
+        f"{doc.get('pods', 0)} pod(s) measured, window {_age(window)}, last pod poll: {status}; "
+        f"{len(rows)} profile(s)"
+    ]
+    heads = ["CPU P50", "P95", "MAX", "MEM P50", "P95", "MAX"]
+    lines.append(
+        f"{'WORKLOAD':<{width}}  {'REVISION':<11} {'SAMPLES':>7} {'PODS':>4} "
+        + " ".join(f"{h:>7}" for h in heads)
+        + "   AGE"
+    )
+    for key, revision, samples, pods, cells, age in rows:
+        lines.append(
+            f"{key:<{width}}  {revision[:11]:<11} {samples if samples is not None else '-':>7} "
+            f"{pods if pods is not None else '-':>4} " + " ".join(cells) + f" {_age(age):>5}"
+        )
+    lines.append("CPU in millicores, memory in MiB, per replica")
+    return "\n".join(lines)
 
 
 def _check(answer: requests.Response) -> None:
@@ -184,7 +246,10 @@ def run(args: argparse.Namespace) -> int:
 def _loop(args: argparse.Namespace) -> int:
     while True:
         try:
-            doc = fetch(args.watcher, args.token)
+            if args.workloads:
+                doc = fetch_workloads(args.watcher, args.token)
+            else:
+                doc = fetch(args.watcher, args.token)
         except TopError as exc:
             print(f"ballast top: {exc}", file=sys.stderr)
             if not args.watch:
@@ -192,7 +257,9 @@ def _loop(args: argparse.Namespace) -> int:
             doc = None
         if args.watch:
             sys.stdout.write("\x1b[H\x1b[2J")  # clear the screen like `watch` does
-        if doc is not None:
+        if doc is not None and args.workloads:
+            print(render_workloads(doc, args.nodes), flush=True)
+        elif doc is not None:
             print(render(doc, args.sort, args.nodes), flush=True)
         if not args.watch:
             return 0

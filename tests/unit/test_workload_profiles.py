@@ -150,3 +150,16 @@ def test_batched_percentiles_match_numpy() -> None:
         assert abs(got["p50"] - want[0]) < 1e-2 and abs(got["p95"] - want[1]) < 1e-2
         assert got["max"] == round(float(live.max()), 3)
     assert percentiles([Ring(4)], "cpu", 0) == [None]
+
+
+def test_top_renders_one_row_per_revision_and_filters_by_namespace() -> None:
+    from watcher.top import render_workloads
+
+    book = ProfileBook(window=600, poll_interval=15)
+    book.add(1.0, {web("h1"): [PodSample("a", 300.0, 256 * 1024**2)]})
+    book.add(2.0, {web("h2"): [PodSample("b", 500.0, 512 * 1024**2)]})
+    doc = {**book.doc(2.0), "pods": 1, "lastPoll": {"ok": True}}
+    text = render_workloads(doc)
+    rows = [line for line in text.splitlines() if line.startswith("ns/Deployment/web")]
+    assert len(rows) == 2 and rows[0].split()[1] == "h2" and "500" in rows[0] and "512" in rows[0]
+    assert "0 profile(s)" in render_workloads(doc, ["other"])
