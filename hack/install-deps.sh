@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Ballast's tests and demo run for real: redis-server and
+# Installs the Debian packages Ballast's tests and demo run for real: redis-server, redis-sentinel and
 # prometheus (the real parts behind the tests) and chromium for the dashboard's browser test.
 # Only what is missing is installed, so a second run costs nothing.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-sentinel >/dev/null || need+=(redis-sentinel)  # the Sentinel failover tests
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || need+=(chromium)
 command -v curl >/dev/null || need+=(curl)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from redis.sentinel import Sentinel
 
 from watcher import defaults
 from watcher.errors import StoreError
@@ -30,22 +34,97 @@ return 0
 """
 
 
+SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}  # scheme -> TLS
+# Query parameters of a Redis URL (docs/deploy.md): TLS files and checks, and the Sentinels' own
+# credentials when they require some (the URL's user:password are the data nodes').
+TLS_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_check_hostname")
+SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
+
+
+def _common() -> dict[str, Any]:
+    return {
+        "socket_timeout": defaults.REDIS_TIMEOUT,
+        "socket_connect_timeout": defaults.REDIS_TIMEOUT,
+        # redis-py retries 10 times with backoff by default (4.5 s for a refused connection):
+        # fail fast instead, after one immediate retry that replaces a pooled connection broken
+        # by a Redis restart (or, through Sentinel, asks again which node is the master). The
+        # poller has its own backoff.
+        "retry": Retry(NoBackoff(), 1),
+    }
+
+
+def _tls(query: dict[str, str]) -> dict[str, Any]:
+    tls: dict[str, Any] = {"ssl": True}
+    for key in TLS_OPTIONS:
+        if key in query:
+            value = query[key]
+            tls[key] = (
+                value.lower() in ("1", "true", "yes") if key == "ssl_check_hostname" else value
+            )
+    return tls
+
+
+def sentinel_client(url: str) -> redis.Redis:
+    """`redis+sentinel://[user:password@]host:port[,host:port...]/master-name[/db][?options]`
+    (`rediss+sentinel://` for TLS to the Sentinels and the data nodes): a client that asks the
+    Sentinels for the master, and again after a failover."""
+    parts = urlsplit(url)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = userinfo.partition(":")
+    sentinels = []
+    for item in hosts.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"sentinel address {item!r} is not host:port")
+        sentinels.append((host.strip("[]"), int(port)))
+    path = [unquote(p) for p in parts.path.split("/") if p]
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise ValueError("the path must be /master-name or /master-name/db")
+    query = dict(parse_qsl(parts.query))
+    unknown = set(query) - set(TLS_OPTIONS) - set(SENTINEL_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
+    tls = _tls(query) if SENTINEL_SCHEMES[parts.scheme] else {}
+    to_sentinels = {**_common(), **tls}
+    if "sentinel_password" in query:
+        to_sentinels["password"] = query["sentinel_password"]
+        to_sentinels["username"] = query.get("sentinel_username")
+    manager = Sentinel(sentinels, sentinel_kwargs=to_sentinels, **_common())
+    return manager.master_for(
+        path[0],
+        db=int(path[1]) if len(path) == 2 else 0,
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+        **tls,
+    )
+
+
+def client_for(url: str) -> redis.Redis:
+    """A client for `url`: `redis://`, `rediss://` (TLS), `unix://`, or Sentinel (above).
+    ACL credentials go in the URL as user:password@ (a password alone for `requirepass`)."""
+    scheme = url.partition("://")[0]
+    if scheme in SENTINEL_SCHEMES:
+        return sentinel_client(url)
+    return redis.Redis.from_url(url, **_common())
+
+
+def redact(url: str) -> str:
+    """`url` without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
 class RedisStore:
     kind = "redis"
 
     def __init__(self, url: str, prefix: str, window: float) -> None:
         try:
-            self.client = redis.Redis.from_url(
-                url,
-                socket_timeout=defaults.REDIS_TIMEOUT,
-                socket_connect_timeout=defaults.REDIS_TIMEOUT,
-                # redis-py retries 10 times with backoff by default (4.5 s for a refused
-                # connection): fail fast instead, after one immediate retry that replaces a
-                # pooled connection broken by a Redis restart. The poller has its own backoff.
-                retry=Retry(NoBackoff(), 1),
-            )
-        except ValueError as exc:
-            raise StoreError(f"bad redis URL {url!r}: {exc}") from exc
+            self.client = client_for(url)
+        except (ValueError, KeyError) as exc:
+            raise StoreError(f"bad redis URL {redact(url)!r}: {exc}") from exc
         self.keys = Keys(prefix)
         self.window = window
         # Data outlives the window a little so a replica taking over still finds a full window.
