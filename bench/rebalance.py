@@ -58,15 +58,15 @@ CONTENDERS = {
 }
 HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
 NODES = 8
-NODE_CPU = 4
+NODE_CPU = 2
 WORKLOADS = 8
 REPLICAS = 3
-REQUESTS_M = (300, 400, 500)
-BASE_FACTOR = (0.6, 1.0)
-BACKGROUND = (10.0, 35.0)
+REQUESTS_M = (200, 300, 400)
+BASE_FACTOR = (0.5, 0.9)
+BACKGROUND = (5.0, 30.0)
 HOT_BACKGROUND = (80.0, 90.0)
 DRIFT_FACTOR = 3.0
-DRIFTING = 3  # workloads whose use triples in "drift"
+DRIFTING = 2  # workloads whose use triples in "drift"
 HOT_NODES = 2  # nodes whose background jumps in "hot-start"
 RAMP_SECONDS = 10.0
 SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
@@ -291,7 +291,7 @@ def rebalancer_config(watcher_url: str) -> dict[str, Any]:
             "interval": f"{INTERVAL:g}s",
             "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
             "nodeSelector": {POOL_LABEL: "ballast"},
-            "maxPerNode": 1,
+            "maxPerNode": 2,
             "maxPerRound": 5,
         },
     }
