@@ -250,6 +250,7 @@ class Demo:
         self.bound_seconds = time.monotonic() - started
         say(f"\nletting the load settle for {SETTLE_SECONDS:.0f} s ...")
         time.sleep(SETTLE_SECONDS)
+        self.show_profiles()
         return self.report()
 
     def _bound(self, group: workload.Group) -> dict[str, str] | None:
@@ -309,6 +310,21 @@ class Demo:
         raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
 
     # -- the report ------------------------------------------------------------------------
+    def show_profiles(self) -> None:
+        """What the watcher learned of each Deployment's replicas: the profiles later pods of
+        the same Deployments are predicted from (docs/profiles.md)."""
+        from watcher.top import render_workloads
+
+        url = f"{self.watcher_url}/api/v1/workloads?namespace={workload.NAMESPACE}"
+        try:
+            doc = requests.get(url, timeout=5).json()
+        except (requests.RequestException, ValueError):
+            return
+        if doc.get("workloads"):
+            say("\nlearned workload profiles (what one replica uses; new replicas are predicted")
+            say("from these once a revision has 10 samples, from requests before):")
+            say(render_workloads(doc))
+
     def report(self) -> bool:
         pods = self._pods()
         nodes_doc = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
