@@ -96,24 +96,12 @@ def tls_redis(tmp_path):
     server = RedisServer(
         tmp_path / "redis-tls",
         args=(
-            "--tls-cert-file",
-            str(pki.serving_cert),
-            "--tls-key-file",
-            str(pki.serving_key),
-            "--tls-ca-cert-file",
-            str(pki.ca_cert),
-            "--tls-auth-clients",
-            "yes",
-            "--user",
-            "default",
-            "off",
-            "--user",
-            "watcher",
-            "on",
-            f">{PASSWORD}",
-            "~acl:*",
-            "+@all",
-        ),  # fmt: skip
+            *("--tls-cert-file", str(pki.serving_cert), "--tls-key-file", str(pki.serving_key)),
+            *("--tls-ca-cert-file", str(pki.ca_cert), "--tls-auth-clients", "yes"),
+            *("--user", "default", "off"),
+            # As docs/deploy.md suggests: the watcher's keys, no administrative commands.
+            *("--user", "watcher", "on", f">{PASSWORD}", "~acl:*", "+@all", "-@dangerous"),
+        ),
         user=("watcher", PASSWORD),
         tls=tls,
     )
