@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "scheduler": "scheduler.cli",
     "rebalancer": "scheduler.rebalancer.cli",
     "top": "watcher.top",
+    "explain": "ballast.explain",
     "simulator": "sandbox.simulator_cli",
     "demo": "sandbox.demo",
 }

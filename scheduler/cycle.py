@@ -220,7 +220,7 @@ class Cycle:
         return SCHEDULED
 
     # --- the decision record ---------------------------------------------------------------
-    def _node_counts(self, total: int, feasible: int, scored: int) -> dict[str, Any]:
+    def _node_counts(self, total: int, feasible: int, scored: int) -> list[int]:
         wanted = nodes_to_find(total, self.percentage)
         considered = self._considered or total
         return explanation.node_counts(total, considered, feasible, scored, self.percentage, wanted)

@@ -3,7 +3,9 @@
 A ring of the last `pods` pods (by namespace/name; the oldest pod is forgotten first), each with
 its last `attempts` attempts. An attempt is kept as its summary (the fields the list endpoint
 filters on) and its detail as compact JSON bytes: a record is written once by the scheduling
-loop and read rarely, so bytes cost the least memory and the reader pays the parsing.
+loop and read rarely, so bytes cost the least memory and the reader pays the parsing. Entries
+are tuples of strings, numbers and bytes, which Python's cyclic collector stops tracking: ten
+thousand records add nothing to its passes over the scheduler's heap.
 
 Writers: the scheduling loop (`add`) and the binder's threads (`outcome`, when the API answered
 the binding); readers: HTTP threads. One lock guards the ring; every call holds it briefly.
@@ -12,11 +14,12 @@ the binding); readers: HTTP threads. One lock guards the ring; every call holds 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
-from dataclasses import dataclass
-from typing import Any
+from collections import OrderedDict
+from typing import Any, NamedTuple
 
 import orjson
+
+from scheduler.backend.explanation import expand
 
 # Outcomes of an attempt, as the list endpoint filters them.
 BINDING = "binding"  # a node was chosen, the binding is on its way
@@ -32,15 +35,14 @@ DEFAULT_ATTEMPTS = 4
 DEFAULT_TOP = 5
 
 
-@dataclass(slots=True)
-class Attempt:
+class Attempt(NamedTuple):
     uid: str
     number: int  # 1 for the pod's first attempt seen by this replica
     time: float  # Unix seconds
     profile: str
     outcome: str
     node: str  # chosen node, or the nominated one when preempting; "" otherwise
-    detail: bytes  # the rest of the record, JSON
+    detail: bytes  # the rest of the record, compact JSON (explanation.py)
     outcome_detail: str = ""  # why a binding failed
 
     def summary(self, key: str) -> dict[str, Any]:
@@ -60,16 +62,12 @@ class Attempt:
         doc = self.summary(key)
         if self.outcome_detail:
             doc["outcomeDetail"] = self.outcome_detail
-        doc.update(orjson.loads(self.detail))
+        doc.update(expand(orjson.loads(self.detail)))
         return doc
 
 
-class _Pod:
-    __slots__ = ("attempts", "seen")
-
-    def __init__(self, keep: int) -> None:
-        self.attempts: deque[Attempt] = deque(maxlen=keep)
-        self.seen = 0  # attempts recorded, also those the deque has let go
+# per pod: (attempts recorded, also those let go; the kept attempts, oldest first)
+_Pod = tuple[int, tuple[Attempt, ...]]
 
 
 class DecisionStore:
@@ -98,38 +96,39 @@ class DecisionStore:
         detail: dict[str, Any],
     ) -> int:
         """Record an attempt of the pod `key` (namespace/name); returns its number."""
-        blob = orjson.dumps(detail)
+        # orjson's bytes keep its 4 KiB working buffer; a copy is the record's own size
+        blob = bytes(memoryview(orjson.dumps(detail, option=orjson.OPT_SERIALIZE_NUMPY)))
         with self._lock:
-            entry = self._pods.get(key)
-            if entry is None:
-                entry = self._pods[key] = _Pod(self.max_attempts)
-                while len(self._pods) > self.max_pods:
-                    self._pods.popitem(last=False)
-            else:
+            seen, kept = self._pods.get(key, (0, ()))
+            attempt = Attempt(uid, seen + 1, now, profile, outcome, node, blob)
+            older = kept[len(kept) - self.max_attempts + 1 :] if self.max_attempts > 1 else ()
+            self._pods[key] = (seen + 1, (*older, attempt))
+            if seen:
                 self._pods.move_to_end(key)
-            entry.seen += 1
-            entry.attempts.append(Attempt(uid, entry.seen, now, profile, outcome, node, blob))
-            return entry.seen
+            elif len(self._pods) > self.max_pods:
+                self._pods.popitem(last=False)
+            return seen + 1
 
     def outcome(self, key: str, uid: str, outcome: str, detail: str = "") -> None:
         """The binding's answer for the pod's latest attempt (same uid: not a recreated pod)."""
         with self._lock:
             entry = self._pods.get(key)
-            if entry is None or not entry.attempts:
+            if entry is None:
                 return
-            last = entry.attempts[-1]
+            seen, kept = entry
+            last = kept[-1]
             if last.uid == uid and last.outcome == BINDING:
-                last.outcome = outcome
-                last.outcome_detail = detail
+                last = last._replace(outcome=outcome, outcome_detail=detail)
+                self._pods[key] = (seen, (*kept[:-1], last))
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod's attempts, newest first; None for a pod not recorded."""
         key = f"{namespace}/{name}"
         with self._lock:
             entry = self._pods.get(key)
-            attempts = list(entry.attempts) if entry is not None else None
-        if attempts is None:
+        if entry is None:
             return None
+        attempts = entry[1]
         docs = [a.document(key) for a in reversed(attempts)]
         return {"namespace": namespace, "pod": name, "attempts": docs}
 
@@ -143,7 +142,7 @@ class DecisionStore:
     ) -> list[dict[str, Any]]:
         """The newest attempts (each pod's latest) matching every filter given, newest first."""
         with self._lock:
-            latest = [(key, entry.attempts[-1]) for key, entry in self._pods.items()]
+            latest = [(key, entry[1][-1]) for key, entry in self._pods.items()]
         found: list[dict[str, Any]] = []
         for key, attempt in reversed(latest):
             if profile and attempt.profile != profile:

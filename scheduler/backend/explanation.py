@@ -2,7 +2,11 @@
 
 The cycle calls `placed` or `unschedulable` under the cache's lock, before it assumes the pod,
 so the load view is the one the scores saw. Only the top nodes get the per-plugin breakdown and
-the load view; everything else is counts. Plain dicts out, written as JSON by the store.
+the load view; everything else is counts.
+
+Two forms: the cycle writes a compact one (lists in a fixed order, floats unrounded, no repeated
+names: a few hundred bytes of JSON per attempt, kept for thousands of pods), and `expand` turns
+it into the named document the API serves, when somebody asks.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from scheduler.plugins.helpers import loadview
 
 # The rule kube-scheduler and Ballast use; said in the record so nobody has to guess.
 RANDOM_TIE_BREAK = "uniformly at random among the nodes with the best total"
+ONLY_NODE = "the only feasible node: not scored, as kube-scheduler does"
 # DefaultPreemption's choice, in its order (scheduler/plugins/default_preemption.py).
 PREEMPTION_RULE = (
     "victims: pods of lower priority whose removal lets the pod pass every filter, most "
@@ -35,131 +40,118 @@ PREEMPTION_RULE = (
 )
 # Where the pod's predicted CPU comes from; names the estimate so another can replace it.
 PREDICTION_SOURCE = "TargetLoadPacking rule: limit, else request x multiplier, else default"
+NOMINATED_ROOM = "(room for nominated pods)"
+
+# compact field orders
+_COUNTS = (
+    "total",
+    "considered",
+    "feasible",
+    "scored",
+    "percentageOfNodesToScore",
+    "enoughFeasible",
+)
+_LOAD = ("usage", "std", "state", "measuredShare", "age")
 
 
 def node_counts(
     total: int, considered: int, feasible: int, scored: int, percentage: int, wanted: int
-) -> dict[str, Any]:
-    return {
-        "total": total,
-        "considered": considered,
-        "feasible": feasible,
-        "scored": scored,
-        "percentageOfNodesToScore": percentage,
-        "enoughFeasible": wanted,  # the filter stops after this many (the percentage's cut)
-    }
+) -> list[int]:
+    """`wanted` is how many feasible nodes end the filter (percentageOfNodesToScore's cut)."""
+    return [total, considered, feasible, scored, percentage, wanted]
 
 
-def filter_counts(reasons: dict[str, list[str]], state: CycleState) -> dict[str, Any]:
-    """Rejections per reason (counted as FailedScheduling counts them) and per filter plugin.
-    Nodes turned away to leave room for pods nominated there are the cycle's, not a plugin's."""
+def filter_counts(reasons: dict[str, list[str]], state: CycleState) -> list[Any]:
+    """[rejected nodes, {reason: nodes} (counted as FailedScheduling counts them),
+    {plugin: {reason: nodes}}, [PreFilter plugin, reason] or None]."""
     by_reason: dict[str, int] = {}
     for why in reasons.values():
         for reason in why:
             by_reason[reason] = by_reason.get(reason, 0) + 1
-    by_plugin = {name: dict(counts) for name, counts in (state.get(FILTER_TALLY) or {}).items()}
-    tallied = sum(sum(c.values()) for c in by_plugin.values())
-    rest = sum(by_reason.values()) - tallied
-    out: dict[str, Any] = {"rejectedNodes": len(reasons), "byReason": by_reason}
+    by_plugin = state.get(FILTER_TALLY) or {}
     rejection = state.get(PRE_FILTER_REJECTION)
+    pre = None
     if rejection is not None:
-        out["preFilter"] = {"plugin": state.get(PRE_FILTER_PLUGIN, ""), "reason": rejection.reason}
-    elif rest > 0:
-        by_plugin["(room for nominated pods)"] = {"other": rest}
-    out["byPlugin"] = by_plugin
+        pre = [state.get(PRE_FILTER_PLUGIN, ""), rejection.reason]
+    else:
+        # Nodes turned away to leave room for pods nominated there are the cycle's doing.
+        rest = sum(by_reason.values()) - sum(sum(c.values()) for c in by_plugin.values())
+        if rest > 0:
+            by_plugin = {**by_plugin, NOMINATED_ROOM: {"other": rest}}
+    return [len(reasons), by_reason, by_plugin, pre]
+
+
+def load_view(node: NodeInfo, snap: Snapshot) -> list[Any]:
+    """The numbers a load-aware score read for `node`, per resource (cpu, memory): usage after
+    the fallback rule, std, state, the measured share and the data's age; then the recently
+    bound CPU (millicores) and the node's CPU capacity."""
+    load = snap.loads.get(node.name)
+    out: list[Any] = []
+    cpu_share = 0.0
+    for resource in (CPU, MEMORY):
+        stats = load.metrics.get(resource) if load is not None else None
+        measured = None
+        if stats is not None and stats.state == loadview.FRESH:
+            measured = stats.avg if stats.avg is not None else stats.latest
+        if measured is not None:  # fresh data, as loadview.usage takes it, without its memo
+            out += (measured, stats.std or 0.0, loadview.FRESH, 1.0, stats.age)
+            share = 1.0
+        else:  # a scratch state: these look-ups are not the cycle's fallbacks
+            u = loadview.usage(CycleState(), node, snap, resource)
+            out += (u.avg, u.std, u.reason, u.weight, None if stats is None else stats.age)
+            share = u.weight
+        if resource == CPU:
+            cpu_share = share
+    recent = snap.recent_cpu_m.get(node.name, 0)
+    out += (recent, recent * cpu_share, node.capacity.get(CPU, 0))
     return out
 
 
-def load_view(node: NodeInfo, snap: Snapshot) -> dict[str, Any]:
-    """The numbers a load-aware score read for `node`: usage after the fallback rule, its state
-    and the data's age, and the recently bound CPU counted on top."""
-    scratch = CycleState()  # loadview counts fallbacks in the state; these are not the cycle's
-    view: dict[str, Any] = {}
-    cpu_weight = 0.0
-    for resource in (CPU, MEMORY):
-        u = loadview.usage(scratch, node, snap, resource)
-        stats = loadview.metric_stats(snap, node.name, resource)
-        view[resource] = {
-            "usage": round(u.avg, 2),
-            "std": round(u.std, 2),
-            "state": u.reason,
-            "measuredShare": round(u.weight, 3),
-            "age": None if stats is None else round(stats.age, 1),
-        }
-        if resource == CPU:
-            cpu_weight = u.weight
-    recent = snap.recent_cpu_m.get(node.name, 0)
-    view["recentCpuM"] = recent
-    view["recentCountedCpuM"] = round(recent * cpu_weight, 1)
-    view["capacityCpuM"] = node.capacity.get(CPU, 0)
-    return view
-
-
-def top_indices(totals: np.ndarray, k: int, must: int) -> list[int]:
-    """Indices of the k best totals, best first (ties by position), always with `must` (the
-    winner, which a random tie-break may have taken from beyond the k)."""
+def top_indices(totals: np.ndarray, k: int) -> list[int]:
+    """Indices of the k best totals, best first (ties by position)."""
     n = len(totals)
-    if n <= k:
-        order = list(range(n))
-    else:
-        part = np.argpartition(-totals, k - 1)[:k]
-        order = part.tolist()
-    order.sort(key=lambda i: (-int(totals[i]), i))
-    if must not in order:
-        order[-1] = must
-        order.sort(key=lambda i: (-int(totals[i]), i))
-    return order
+    # argsort, not argpartition: totals repeat a lot, and introselect slows down on repeats
+    order = list(range(n)) if n <= k else np.argsort(totals)[n - k :].tolist()
+    values = totals[order].tolist()
+    return [i for _, i in sorted(zip(values, order, strict=True), key=lambda vi: (-vi[0], vi[1]))]
 
 
-def scores(parts: ScoreParts, chosen: str, snap: Snapshot, k: int) -> dict[str, Any]:
-    """The winner, its margin, the ties, and the top `k` nodes taken apart plugin by plugin."""
+def scores(parts: ScoreParts, chosen: str, snap: Snapshot, k: int) -> list[Any]:
+    """[plugins [[name, weight, skipped]], winner [node, total, ties, runner-up node, its
+    total], top rows [[node, total, [[raw, normalised] per plugin scored], load view]]]."""
     names, totals = parts.names, parts.totals
-    win = names.index(chosen)
+    top = top_indices(totals, k)
+    win = next((i for i in top if names[i] == chosen), -1)
+    if win < 0:
+        # More than k nodes share the best total and the random tie-break took one beyond the
+        # k: every one of the k has that total, so the last makes room for the winner.
+        win = names.index(chosen)
+        top = [win, *top[:-1]]
     best = int(totals[win])
     ties = int(np.count_nonzero(totals == best))
-    top = top_indices(totals, k, win)
+    scored = [(raw, norm) for _, _, raw, norm in parts.plugins if raw is not None]
     rows = []
     for i in top:
-        plugins = {}
-        for name, weight, raw, normalized in parts.plugins:
-            if raw is None:
-                continue
-            norm = int(normalized[i])
-            plugins[name] = {"raw": int(raw[i]), "normalized": norm, "weighted": weight * norm}
         node = snap.nodes.get(names[i])
         rows.append(
-            {
-                "node": names[i],
-                "total": int(totals[i]),
-                "plugins": plugins,
-                "load": load_view(node, snap) if node is not None else None,
-            }
+            [
+                names[i],
+                int(totals[i]),
+                [[raw[i], norm[i]] for raw, norm in scored],
+                load_view(node, snap) if node is not None else None,
+            ]
         )
-    runner_up = None
-    if len(totals) > 1:
-        others = np.delete(totals, win)
-        j = int(np.argmax(others))
-        runner_up = {"node": names[j if j < win else j + 1], "total": int(others[j])}
-    return {
-        "plugins": [
-            {"name": name, "weight": weight, "skipped": raw is None}
-            for name, weight, raw, _ in parts.plugins
-        ],
-        "winner": {
-            "node": chosen,
-            "total": best,
-            "margin": best - runner_up["total"] if runner_up else None,
-            "runnerUp": runner_up,
-            "ties": ties,
-            "tieBreak": RANDOM_TIE_BREAK if ties > 1 else "",
-        },
-        "top": rows,
-    }
+    runner = next((i for i in top if i != win), None)
+    winner = [chosen, best, ties, None, None]
+    if runner is not None:
+        winner[3:] = [names[runner], int(totals[runner])]
+    plugins = [[name, weight, raw is None] for name, weight, raw, _ in parts.plugins]
+    return [plugins, winner, rows]
 
 
 def placed(
     pod: PodInfo,
-    nodes: dict[str, Any],
+    counts: list[int],
     reasons: dict[str, list[str]],
     state: CycleState,
     snap: Snapshot,
@@ -169,36 +161,19 @@ def placed(
     k: int,
 ) -> dict[str, Any]:
     """The record of a pod placed on `chosen`; `parts` None when one node was feasible."""
-    doc = _common(pod, nodes, reasons, state, predicted_cpu_m)
+    doc = _common(pod, counts, reasons, state, predicted_cpu_m)
     if parts is not None:
-        doc["scores"] = scores(parts, chosen, snap, k)
+        doc["s"] = scores(parts, chosen, snap, k)
     else:
         node = snap.nodes.get(chosen)
-        doc["scores"] = {
-            "plugins": [],
-            "winner": {
-                "node": chosen,
-                "total": None,
-                "margin": None,
-                "runnerUp": None,
-                "ties": 1,
-                "tieBreak": "the only feasible node: not scored, as kube-scheduler does",
-            },
-            "top": [
-                {
-                    "node": chosen,
-                    "total": None,
-                    "plugins": {},
-                    "load": load_view(node, snap) if node is not None else None,
-                }
-            ],
-        }
+        view = load_view(node, snap) if node is not None else None
+        doc["s"] = [[], [chosen, None, 1, None, None], [[chosen, None, [], view]]]
     return doc
 
 
 def unschedulable(
     pod: PodInfo,
-    nodes: dict[str, Any],
+    counts: list[int],
     reasons: dict[str, list[str]],
     state: CycleState,
     message: str,
@@ -207,32 +182,108 @@ def unschedulable(
 ) -> dict[str, Any]:
     """The record of a pod that fits nowhere: the FailedScheduling text and its counts, and
     what preemption did about it."""
-    doc = _common(pod, nodes, reasons, state, predicted_cpu_m)
-    doc["message"] = message
-    if post.nominated_node:
-        doc["preemption"] = {
-            "nominatedNode": post.nominated_node,
-            "victims": [
-                {"namespace": v.namespace, "name": v.name, "uid": v.uid, "priority": v.priority}
-                for v in post.victims
-            ],
-            "why": PREEMPTION_RULE,
-        }
-    elif post.message:
-        doc["preemption"] = {"nominatedNode": "", "victims": [], "why": post.message}
+    doc = _common(pod, counts, reasons, state, predicted_cpu_m)
+    doc["m"] = message
+    if post.nominated_node or post.message:
+        victims = [[v.namespace, v.name, v.uid, v.priority] for v in post.victims]
+        doc["x"] = [post.nominated_node, victims, post.message]
     return doc
 
 
 def _common(
     pod: PodInfo,
-    nodes: dict[str, Any],
+    counts: list[int],
     reasons: dict[str, list[str]],
     state: CycleState,
     predicted_cpu_m: int,
 ) -> dict[str, Any]:
     return {
-        "priority": pod.priority,
-        "nodes": nodes,
-        "filters": filter_counts(reasons, state),
-        "prediction": {"cpuM": predicted_cpu_m, "source": PREDICTION_SOURCE},
+        "p": pod.priority,
+        "n": counts,
+        "f": filter_counts(reasons, state),
+        "c": predicted_cpu_m,
     }
+
+
+# --- the API's form ----------------------------------------------------------------------------
+def expand(doc: dict[str, Any]) -> dict[str, Any]:
+    """The compact record as the API serves it (docs/explain.md has an example)."""
+    rejected, by_reason, by_plugin, pre = doc["f"]
+    filters: dict[str, Any] = {
+        "rejectedNodes": rejected,
+        "byReason": by_reason,
+        "byPlugin": by_plugin,
+    }
+    if pre is not None:
+        filters["preFilter"] = {"plugin": pre[0], "reason": pre[1]}
+    out: dict[str, Any] = {
+        "priority": doc["p"],
+        "nodes": dict(zip(_COUNTS, doc["n"], strict=True)),
+        "filters": filters,
+        "prediction": {"cpuM": doc["c"], "source": PREDICTION_SOURCE},
+    }
+    if "s" in doc:
+        out["scores"] = _expand_scores(*doc["s"])
+    if "m" in doc:
+        out["message"] = doc["m"]
+    if "x" in doc:
+        node, victims, message = doc["x"]
+        out["preemption"] = {
+            "nominatedNode": node,
+            "victims": [
+                {"namespace": v[0], "name": v[1], "uid": v[2], "priority": v[3]} for v in victims
+            ],
+            "why": PREEMPTION_RULE if node else message,
+        }
+    return out
+
+
+def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
+    scored = [(name, weight) for name, weight, skipped in plugins if not skipped]
+    node, total, ties, runner, runner_total = winner
+    tie_break = ""
+    if total is None:
+        tie_break = ONLY_NODE
+    elif ties > 1:
+        tie_break = RANDOM_TIE_BREAK
+    top = []
+    for name, row_total, parts, view in rows:
+        top.append(
+            {
+                "node": name,
+                "total": row_total,
+                "plugins": {
+                    plugin: {"raw": raw, "normalized": norm, "weighted": weight * norm}
+                    for (plugin, weight), (raw, norm) in zip(scored, parts, strict=True)
+                },
+                "load": _expand_load(view),
+            }
+        )
+    return {
+        "plugins": [{"name": n, "weight": w, "skipped": s} for n, w, s in plugins],
+        "winner": {
+            "node": node,
+            "total": total,
+            "margin": None if runner is None else total - runner_total,
+            "runnerUp": None if runner is None else {"node": runner, "total": runner_total},
+            "ties": ties,
+            "tieBreak": tie_break,
+        },
+        "top": top,
+    }
+
+
+def _expand_load(view: list[Any] | None) -> dict[str, Any] | None:
+    if view is None:
+        return None
+    out: dict[str, Any] = {}
+    for j, resource in enumerate((CPU, MEMORY)):
+        values = view[5 * j : 5 * j + 5]
+        entry = dict(zip(_LOAD, values, strict=True))
+        for key, digits in (("usage", 2), ("std", 2), ("measuredShare", 3), ("age", 1)):
+            if entry[key] is not None:
+                entry[key] = round(entry[key], digits)
+        out[resource] = entry
+    out["recentCpuM"], counted, out["capacityCpuM"] = view[10:13]
+    out["recentCountedCpuM"] = round(counted, 1)
+    return out

@@ -92,7 +92,9 @@ def test_filter_tally_counts_rejections_per_plugin_and_reason():
         "TaintToleration": {"node(s) had untolerated taint(s)": 1},
         "NodeResourcesFit": {"Insufficient cpu": 2, "Insufficient memory": 1},
     }
-    counts = explanation.filter_counts(reasons, state)
+    counts = explanation.expand(
+        {"p": 0, "n": [4] * 6, "f": explanation.filter_counts(reasons, state), "c": 0}
+    )["filters"]
     assert counts["rejectedNodes"] == 3
     assert counts["byReason"] == {
         "Insufficient cpu": 2,
@@ -106,15 +108,25 @@ def test_rejections_no_plugin_made_are_put_down_to_nominated_pods():
     state = CycleState()
     state[FILTER_TALLY] = {"NodeResourcesFit": {"Insufficient cpu": 1}}
     reasons = {"a": ["Insufficient cpu"], "b": ["Insufficient cpu"]}
-    counts = explanation.filter_counts(reasons, state)
-    assert counts["byPlugin"]["(room for nominated pods)"] == {"other": 1}
+    _, _, by_plugin, _ = explanation.filter_counts(reasons, state)
+    assert by_plugin["(room for nominated pods)"] == {"other": 1}
 
 
-def test_top_indices_best_first_and_always_with_the_winner():
+def test_top_indices_best_first():
     totals = np.array([5, 9, 9, 1, 7, 9])
-    assert explanation.top_indices(totals, 3, 1) == [1, 2, 5]
-    assert explanation.top_indices(totals, 2, 5) == [1, 5]  # a tie won from beyond the cut
-    assert explanation.top_indices(totals, 10, 3) == [1, 2, 5, 4, 0, 3]
+    assert explanation.top_indices(totals, 3) == [1, 2, 5]
+    assert explanation.top_indices(totals, 10) == [1, 2, 5, 4, 0, 3]
+    two = explanation.top_indices(totals, 2)
+    assert len(two) == 2 and all(totals[i] == 9 for i in two)
+
+
+def test_a_tie_won_beyond_the_top_k_is_shown_all_the_same():
+    nodes, snap = cluster()
+    parts = ScoreParts(names=[f"n{i}" for i in range(6)], totals=np.array([9, 9, 9, 1, 9, 9]))
+    parts.plugins = [("P", 1, [9, 9, 9, 1, 9, 9], [9, 9, 9, 1, 9, 9])]
+    _, winner, rows = explanation.scores(parts, "n5", snap, 2)
+    assert winner[:3] == ["n5", 9, 5] and "n5" in [row[0] for row in rows]
+    assert len(rows) == 2 and winner[3] != "n5"
 
 
 def test_placed_record_explains_the_winner():
@@ -125,7 +137,9 @@ def test_placed_record_explains_the_winner():
     chosen = max(totals, key=lambda n: (totals[n], n))
     counts = explanation.node_counts(6, 6, 6, 6, 0, 6)
     state = CycleState()
-    doc = explanation.placed(pod, counts, {}, state, snap, parts, chosen, 300, 3)
+    doc = explanation.expand(
+        explanation.placed(pod, counts, {}, state, snap, parts, chosen, 300, 3)
+    )
     winner = doc["scores"]["winner"]
     assert winner["node"] == chosen and winner["total"] == totals[chosen]
     ranked = sorted(totals.values(), reverse=True)
@@ -139,10 +153,17 @@ def test_placed_record_explains_the_winner():
     by_node = {row["node"]: row for row in top}
     if "n1" in by_node:
         assert by_node["n1"]["load"]["recentCpuM"] == 300
-    load = explanation.load_view(snap.nodes["n4"], snap)
-    assert load["cpu"]["state"] == "stale" and 0 < load["cpu"]["measuredShare"] < 1
-    assert load["memory"]["state"] == "unserved"  # n4 reports cpu only
-    assert explanation.load_view(snap.nodes["n5"], snap)["cpu"]["state"] == "missing"
+
+    def load(node):
+        return explanation._expand_load(explanation.load_view(snap.nodes[node], snap))
+
+    assert load("n4")["cpu"]["state"] == "stale" and 0 < load("n4")["cpu"]["measuredShare"] < 1
+    assert load("n4")["memory"]["state"] == "unserved"  # n4 reports cpu only
+    assert load("n5")["cpu"]["state"] == "missing"
+    assert load("n1")["cpu"] == {
+        "usage": 10.0, "std": 1.5, "state": "fresh", "measuredShare": 1.0, "age": 1.0
+    }  # fmt: skip
+    assert load("n1")["recentCpuM"] == 300 and load("n1")["recentCountedCpuM"] == 300
     assert doc["prediction"]["cpuM"] == 300
     assert state.fallbacks == {}  # the record's look at the loads counts no fallback
 
@@ -151,8 +172,16 @@ def test_unschedulable_record_carries_message_and_preemption():
     pod, victim = make_pod("big"), make_pod("low", priority=1)
     post = PostFilterResult(nominated_node="n1", victims=(victim,))
     reasons = {"n1": ["Insufficient cpu"]}
-    doc = explanation.unschedulable(
-        pod, explanation.node_counts(1, 1, 0, 0, 0, 1), reasons, CycleState(), "0/1 ...", post, 1
+    doc = explanation.expand(
+        explanation.unschedulable(
+            pod,
+            explanation.node_counts(1, 1, 0, 0, 0, 1),
+            reasons,
+            CycleState(),
+            "0/1 ...",
+            post,
+            1,
+        )
     )
     assert doc["message"] == "0/1 ..."
     assert doc["filters"]["byReason"] == {"Insufficient cpu": 1}
@@ -160,8 +189,11 @@ def test_unschedulable_record_carries_message_and_preemption():
     assert [v["name"] for v in doc["preemption"]["victims"]] == ["low"]
 
 
+DETAIL = {"p": 0, "n": [1, 1, 1, 1, 0, 1], "f": [0, {}, {}, None], "c": 150}
+
+
 def record(store, name, outcome=decisions.BINDING, node="n1", profile="ballast", uid=None):
-    return store.add(f"ns/{name}", uid or f"uid-{name}", 1.0, profile, outcome, node, {"x": 1})
+    return store.add(f"ns/{name}", uid or f"uid-{name}", 1.0, profile, outcome, node, DETAIL)
 
 
 def test_store_keeps_the_last_pods_and_attempts():
@@ -174,7 +206,8 @@ def test_store_keeps_the_last_pods_and_attempts():
     assert number == 4
     doc = store.get("ns", "b")
     assert [a["attempt"] for a in doc["attempts"]] == [4, 3]  # newest first, two kept
-    assert doc["attempts"][0]["x"] == 1 and doc["attempts"][0]["outcome"] == "unschedulable"
+    first = doc["attempts"][0]
+    assert first["prediction"]["cpuM"] == 150 and first["outcome"] == "unschedulable"
     record(store, "e")  # b was used last: c goes
     assert store.get("ns", "c") is None and store.get("ns", "b") is not None
 

@@ -11,14 +11,16 @@ from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.status import StatusServer, Telemetry
 
 T = 5
+COUNTS = {"p": 0, "n": [3, 3, 0, 0, 0, 3], "f": [3, {"Insufficient cpu": 3}, {}, None], "c": 150}
+PLACED = {**COUNTS, "s": [[], ["n1", None, 1, None, None], []]}
 
 
 @pytest.fixture
 def served():
     store = DecisionStore()
-    store.add("ns/web-1", "u1", 10.0, "ballast", decisions.BINDING, "n1", {"scores": {"top": []}})
-    store.add("ns/big", "u2", 11.0, "ballast", decisions.UNSCHEDULABLE, "", {"message": "0/3"})
-    store.add("other/x y", "u3", 12.0, "lab", decisions.BINDING, "n2", {})
+    store.add("ns/web-1", "u1", 10.0, "ballast", decisions.BINDING, "n1", PLACED)
+    store.add("ns/big", "u2", 11.0, "ballast", decisions.UNSCHEDULABLE, "", {**COUNTS, "m": "0/3"})
+    store.add("other/x y", "u3", 12.0, "lab", decisions.BINDING, "n2", PLACED)
     leader = {"leading": True, "holder": "me"}
     api = DecisionsAPI(store, lambda: (leader["leading"], leader["holder"]), token="s3cret")
     server = StatusServer("127.0.0.1", 0, Telemetry(), lambda: (True, "ok"), api)
@@ -36,7 +38,8 @@ def test_one_pod_and_unknown_pods(served):
     url, _ = served
     doc = requests.get(f"{url}/api/v1/decisions/ns/web-1", headers=AUTH, timeout=T).json()
     assert doc["pod"] == "web-1" and doc["attempts"][0]["node"] == "n1"
-    assert doc["attempts"][0]["scores"] == {"top": []}
+    assert doc["attempts"][0]["scores"]["winner"]["node"] == "n1"
+    assert doc["attempts"][0]["filters"]["byReason"] == {"Insufficient cpu": 3}
     quoted = requests.get(f"{url}/api/v1/decisions/other/x%20y", headers=AUTH, timeout=T)
     assert quoted.status_code == 200 and quoted.json()["attempts"][0]["profile"] == "lab"
     missing = requests.get(f"{url}/api/v1/decisions/ns/nope", headers=AUTH, timeout=T)
