@@ -69,16 +69,14 @@ class PodOwners:
             self.synced = True
 
     def _list(self) -> list[dict[str, Any]]:
-        resp = self.api.call_api(
-            "/api/v1/pods",
-            "GET",
-            header_params={"Accept": METADATA_LIST},
-            auth_settings=["BearerToken"],
+        from kubernetes import client
+
+        resp = client.CoreV1Api(self.api).list_pod_for_all_namespaces(
+            _headers={"Accept": METADATA_LIST},
             _preload_content=False,
             _request_timeout=self.timeout,
         )
-        raw = resp[0] if isinstance(resp, tuple) else resp
-        return json.loads(raw.data).get("items") or []
+        return json.loads(resp.data).get("items") or []
 
     def lookup(self, namespace: str, pod: str) -> Workload | None:
         return self.owners.get((namespace, pod))
