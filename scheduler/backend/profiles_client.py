@@ -4,6 +4,8 @@ The cycle reads `profiles()` and never waits. Profiles move slowly (an hour's wi
 default), so one request every `interval` seconds, with ETag, is plenty. A failed or malformed
 answer keeps the last good profiles; a watcher without profiles (404: pod usage off, or an
 upstream load-watcher) leaves the estimator on requests, checked again every `idle` seconds.
+Profiles not refreshed for `max_age` seconds (the watcher's default profile window) are dropped:
+past that the watcher itself would have forgotten them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from typing import Any
 
 import requests
@@ -73,11 +76,14 @@ class ProfilesClient:
         timeout: float = 2.0,
         idle: float = 60.0,
         headers: Any = None,  # () -> dict of extra headers (the watcher's bearer token)
+        max_age: float = 3600.0,
     ) -> None:
         self.address = (address or "").rstrip("/")
         self.interval = interval
         self.timeout = timeout
         self.idle = idle
+        self.max_age = max_age
+        self.last_success = -float("inf")  # monotonic
         self.headers = headers or dict
         self.fetched = 0
         self.failures = 0
@@ -88,6 +94,8 @@ class ProfilesClient:
         self._thread: threading.Thread | None = None
 
     def profiles(self) -> WorkloadProfiles:
+        if time.monotonic() - self.last_success > self.max_age:
+            return NO_PROFILES
         return self._profiles
 
     def start(self) -> None:
@@ -117,6 +125,7 @@ class ProfilesClient:
                 f"{self.address}/api/v1/workloads", headers=headers, timeout=self.timeout
             )
             if resp.status_code == 304:
+                self.last_success = time.monotonic()
                 return True
             if resp.status_code == 404:
                 self._profiles, self._etag = NO_PROFILES, None
@@ -130,6 +139,7 @@ class ProfilesClient:
             return True
         self._profiles = profiles
         self._etag = resp.headers.get("ETag")
+        self.last_success = time.monotonic()
         self.fetched += 1
         self.failures = 0
         return True

@@ -164,3 +164,45 @@ def test_profiles_client_keeps_good_workloads_and_drops_bad_ones() -> None:
     assert parsed.by_key[KEY].revisions["h2"].cpu_m.p95 == 2.0
     with pytest.raises(ValueError):
         parse_profiles(["nope"])
+
+
+def test_profiles_client_etag_404_garbage_and_age() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from scheduler.backend.profiles_client import ProfilesClient
+
+    good = {"p50": 1, "p95": 2, "max": 3}
+    doc = {"workloads": {KEY: {"current": "h2", "revisions": {
+        "h2": {"samples": 12, "distinctPods": 3, "cpu": good, "memory": good}}}}}  # fmt: skip
+    answers = [(200, json.dumps(doc)), (304, ""), (200, "not json"), (404, "{}")]
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            seen.append(self.headers.get("If-None-Match"))
+            status, body = answers.pop(0)
+            self.send_response(status)
+            self.send_header("ETag", '"v1"')
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        c = ProfilesClient(f"http://127.0.0.1:{server.server_address[1]}", timeout=2)
+        assert c.refresh() and len(c.profiles()) == 1
+        assert c.refresh() and seen[1] == '"v1"' and len(c.profiles()) == 1  # 304: kept
+        assert c.refresh() and c.failures == 1 and len(c.profiles()) == 1  # garbage: kept
+        assert not c.refresh() and len(c.profiles()) == 0  # 404: the watcher has none
+        c.max_age, c._profiles = -1.0, parse_profiles(doc)
+        assert len(c.profiles()) == 0  # not refreshed for too long
+        c.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
