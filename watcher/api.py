@@ -18,7 +18,7 @@ from typing import Any
 from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
-from watcher import openapi, selfmetrics
+from watcher import decisions_proxy, openapi, selfmetrics
 from watcher.config import Config
 from watcher.errors import StoreError
 from watcher.store import Store
@@ -315,6 +315,17 @@ def create_app(
             doc["snapshot"] = {"version": view.version, "built": view.doc["built"]}
             doc["nodes"] = view.states(time.time())
         return doc
+
+    # -- the scheduler's decisions, for the dashboard (watcher/decisions_proxy.py) ---------------
+    @app.get("/api/v1/scheduler/decisions")
+    def decisions() -> Response:
+        status, body = decisions_proxy.forward(config, None, request.query_string)
+        return Response(body, status=status, mimetype="application/json")
+
+    @app.get("/api/v1/scheduler/decisions/<namespace>/<pod>")
+    def decision(namespace: str, pod: str) -> Response:
+        status, body = decisions_proxy.forward(config, (namespace, pod), request.query_string)
+        return Response(body, status=status, mimetype="application/json")
 
     # -- operations ---------------------------------------------------------------------------
     @app.get("/healthz")

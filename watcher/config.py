@@ -105,6 +105,11 @@ class Config:
     # send one, so a cluster with both leaves that path open.
     api_open_paths: list[str] = field(default_factory=list)
     cors_origins: list[str] = field(default_factory=list)
+    # The scheduler whose decisions the dashboard explains (its status address, such as
+    # http://ballast-scheduler:10259), asked by this watcher on the page's behalf
+    # (/api/v1/scheduler/decisions, watcher/decisions_proxy.py), with this token if it wants one.
+    scheduler_url: str = ""
+    scheduler_token_file: str = ""
     kubeconfig: str = ""
     map_node_addresses: bool = True
     kube_refresh: float = defaults.KUBE_REFRESH
@@ -194,6 +199,8 @@ class Config:
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
+        if self.scheduler_url and not self.scheduler_url.startswith(("http://", "https://")):
+            problems.append(f"scheduler_url must be an http(s) URL, not {self.scheduler_url!r}")
         for path in self.api_open_paths:
             if not path.startswith(("/watcher", "/api/")):
                 problems.append(f"api_open_paths: {path!r} is not a /watcher or /api/ path")

@@ -205,6 +205,24 @@ STATUS_DOC = {
         "nodes": {"type": "object", "additionalProperties": {"type": "integer"}},
     },
 }
+# The scheduler's answers passed on as they are (its own /openapi.json describes them), and
+# the watcher's own: 404 without scheduler_url, 502 when the scheduler cannot be read.
+SCHEDULER_ANSWERS = {
+    "200": {
+        "description": "the scheduler's answer",
+        "content": {JSON: {"schema": {"type": "object"}}},
+    },
+    **{
+        code: {"description": text, "content": {JSON: {"schema": ERROR}}}
+        for code, text in (
+            ("400", "a bad filter"),
+            ("401", "the scheduler wants another token"),
+            ("404", "no scheduler_url, or no record of that pod"),
+            ("502", "the scheduler could not be read"),
+            ("503", "the scheduler is a standby or records nothing"),
+        )
+    },
+}
 READY_DOC = {
     "type": "object",
     "required": ["ready", "reasons"],
@@ -362,6 +380,27 @@ def document(
                     _param("name", "path", "workload name", {"type": "string"}),
                 ],
                 guard("/api/v1/workloads/x/Deployment/y"),
+            ),
+            "/api/v1/scheduler/decisions": _get(
+                "The scheduler's latest decisions, asked at scheduler_url (docs/explain.md)",
+                SCHEDULER_ANSWERS,
+                [
+                    *(
+                        _param(name, "query", f"only this {name}", {"type": "string"})
+                        for name in ("profile", "node", "namespace", "outcome")
+                    ),
+                    _param("limit", "query", "at most", {"type": "integer", "minimum": 1}),
+                ],
+                guard("/api/v1/scheduler/decisions"),
+            ),
+            "/api/v1/scheduler/decisions/{namespace}/{pod}": _get(
+                "The scheduler's record of one pod's attempts, asked at scheduler_url",
+                SCHEDULER_ANSWERS,
+                [
+                    _param("namespace", "path", "namespace", {"type": "string"}),
+                    _param("pod", "path", "pod name", {"type": "string"}),
+                ],
+                guard("/api/v1/scheduler/decisions/x/y"),
             ),
             "/api/v1/status": _get(
                 "Provider, store and poller leadership status",

@@ -18,6 +18,7 @@ import requests
 
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.watcher import WatcherProcess
+from tests.integration.scheduler_support import create_pods, pod_body, running, wait_bound
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -163,3 +164,63 @@ def test_ballast_top_fails_clearly_without_a_watcher():
     )
     assert result.returncode == 1
     assert "cannot reach the watcher" in result.stderr
+
+
+def test_dashboard_explains_a_decision_next_to_the_node_loads(
+    exporter, prometheus, kube_api, kube_nodes, namespace, tmp_path
+):
+    """The whole chain: Prometheus -> watcher -> scheduler (scoring from it, recording) -> the
+    watcher's proxy -> the page, which must show the winner the API server bound the pod to."""
+    label = {"ballast-test": namespace}
+    nodes = kube_nodes(2, cpu="4", labels=label)
+    loads = dict(zip(nodes, (25.0, 60.0), strict=True))
+    for node, cpu in loads.items():
+        exporter.set(node, cpu=cpu, memory=40.0)
+    port = free_port()
+    watcher = WatcherProcess(
+        tmp_path / "watcher", prometheus.url, rate_range="10s",
+        scheduler_url=f"http://127.0.0.1:{port}",
+    ).start()  # fmt: skip
+    try:
+
+        def settled() -> bool:  # the scores read the window's average
+            doc = watcher.json("/api/v1/nodes")["nodes"]
+            avg = {n: doc.get(n, {}).get("metrics", {}).get("cpu", {}).get("avg") for n in nodes}
+            return all(v is not None and abs(v - loads[n]) <= TOLERANCE for n, v in avg.items())
+
+        wait_for(settled, timeout=60, what=f"the watcher's window for {nodes}")
+        doc = {"watcherAddress": watcher.url}
+        with running(kube_api, doc, metrics_listen=f"127.0.0.1:{port}") as runtime:
+            wait_for(lambda: runtime.metrics.loads(), timeout=15, what="the watcher's loads")
+            create_pods(kube_api, namespace, [pod_body("web", node_selector=label)])
+            bound = wait_bound(kube_api, namespace, 1)["web"]
+            wait_for(
+                lambda: watcher.get(f"/api/v1/scheduler/decisions/{namespace}/web").ok,
+                timeout=10,
+                what="the decision through the watcher",
+            )
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page = f"{watcher.url}/?explain={namespace}/web"
+            dom = chromium("--virtual-time-budget=5000", "--dump-dom", page, tmp_path=tmp_path)
+            chromium(
+                "--virtual-time-budget=5000", "--window-size=1280,900",
+                f"--screenshot={ARTIFACTS / 'dashboard-explain.png'}", page, tmp_path=tmp_path,
+            )  # fmt: skip
+    finally:
+        watcher.stop()
+    html = dom.stdout
+    panel = re.search(r'<div class="panel" id="explanation"([^>]*)>(.*?)</table>', html, re.S)
+    assert panel, f"no explanation on the page: {dom.stderr[-2000:]}"
+    attrs, body = panel.groups()
+    assert 'data-state="loaded"' in attrs and f'data-pod="{namespace}/web"' in attrs
+    assert f'data-winner="{bound}"' in attrs  # the node the API server has the pod on
+    rows = dict(re.findall(r'<tr data-node="([^"]+)" data-total="(\d+)"', body))
+    assert set(rows) == set(nodes) and int(rows[bound]) == max(map(int, rows.values()))
+    # next to the node loads: the load the score saw (fresh, from the watcher) and the load now
+    for node, cpu in loads.items():
+        row = re.search(rf'<tr data-node="{node}".*?</tr>', body, re.S).group(0)
+        seen = re.findall(r'class="load">cpu ([\d.]+)% (\w+)', row)[0]
+        assert seen[1] == "fresh" and abs(float(seen[0]) - cpu) <= TOLERANCE, row
+        now = re.findall(r'class="load">cpu ([\d.]+)%, mem', row)
+        assert now and abs(float(now[-1]) - cpu) <= TOLERANCE, row
+    assert f'data-pod="{namespace}/web"' in html.split('id="decisions"', 1)[1]  # in the list
