@@ -147,7 +147,13 @@ def render_attempt(a: dict[str, Any]) -> str:
     )
     pred = a.get("prediction") or {}
     if pred:
-        out.append(f"pod's predicted CPU: {pred.get('cpuM')}m ({pred.get('source')})")
+        use = f"{pred.get('cpuM')}m CPU"
+        if pred.get("memoryBytes"):
+            use += f", {pred['memoryBytes'] // 2**20}Mi memory"
+        source = pred.get("source")
+        if pred.get("workload"):
+            source = f"{source} of {pred['workload']}"
+        out.append(f"pod's predicted use: {use} (estimate: {source})")
     scores = a.get("scores")
     if scores:
         w = scores.get("winner") or {}

@@ -38,8 +38,9 @@ PREEMPTION_RULE = (
     "priority, smallest priority sum, fewest victims, latest start, lowest CPU load after "
     "eviction, name"
 )
-# Where the pod's predicted CPU comes from; names the estimate so another can replace it.
-PREDICTION_SOURCE = "TargetLoadPacking rule: limit, else request x multiplier, else default"
+# Where the pod's predicted CPU comes from when the cycle does not say (the cycle sets the
+# record's `prediction` from plugins/helpers/estimator.py: figures, source, workload).
+PREDICTION_SOURCE = "requests"
 NOMINATED_ROOM = "(room for nominated pods)"
 
 # compact field orders
@@ -220,7 +221,7 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
         "priority": doc["p"],
         "nodes": dict(zip(_COUNTS, doc["n"], strict=True)),
         "filters": filters,
-        "prediction": {"cpuM": doc["c"], "source": PREDICTION_SOURCE},
+        "prediction": doc.get("prediction") or {"cpuM": doc["c"], "source": PREDICTION_SOURCE},
     }
     if "s" in doc:
         out["scores"] = _expand_scores(*doc["s"])

@@ -240,3 +240,10 @@ def test_store_lists_newest_first_with_filters():
 def test_store_refuses_a_zero_size():
     with pytest.raises(ValueError):
         DecisionStore(pods=0)
+
+
+def test_the_cycles_estimate_is_what_the_record_says():
+    guess = {"cpuM": 420, "memoryBytes": 1 << 28, "source": "profile", "workload": "ns/D/web@abc"}
+    doc = explanation.expand({**DETAIL, "prediction": guess})
+    assert doc["prediction"] == guess
+    assert explanation.expand(DETAIL)["prediction"] == {"cpuM": 150, "source": "requests"}
