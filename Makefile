@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-placement bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-rebalance chaos clean
 
 all: test
 
@@ -69,6 +69,13 @@ bench-scheduler: kube-scheduler-build
 # The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
 bench-scheduler-5000: kube-scheduler-build
 	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler
+
+# kube-scheduler's own test/integration/scheduler_perf workloads, read from the Go module cache
+# (k8s.io/kubernetes@v1.34.x), Ballast beside kube-scheduler and the raw bind loop, a fresh
+# sandbox per workload: BENCH_ARGS=--quick runs the 500-node entries (about 15 minutes);
+# results and a plot in bench/results/scheduler-perf-*.{json,png}, docs/scheduler.md.
+bench-scheduler-perf: kube-scheduler-build $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'

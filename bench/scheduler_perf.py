@@ -1,0 +1,841 @@
+"""`make bench-scheduler-perf`: kube-scheduler's own scheduler_perf workloads, side by side.
+
+The workloads are read at run time from upstream's `test/integration/scheduler_perf` folder in
+the Go module cache (k8s.io/kubernetes@v1.34.x, downloaded by `ballast sandbox build
+--with-kube-scheduler`; `--upstream DIR` or BALLAST_SCHEDULER_PERF_DIR point elsewhere): the
+test case's `workloadTemplate` (its ops in order), the named workload's `params`, and the node,
+pod and object templates the ops name. Nothing of upstream's YAML is copied into this repo.
+
+Per workload: a fresh sandbox (etcd, kube-apiserver, kwok; no kube-controller-manager), the
+nodes of the `createNodes` ops, then each contender in turn (the order rotates from one workload
+and round to the next): it starts, the init pods are created and bound, then the measured pods
+(`collectMetrics: true`) are created at once by 16 threads while a `churn` op, if any, creates
+one of its pods every `intervalMilliseconds`; after the contender its pods are deleted and the
+next one starts on the same empty nodes. As upstream's throughput collector, pods/s is the
+median (and mean) of the per-second counts of measured pods bound, from the first measured
+pod's creation to the last one's binding; latency is creation to binding.
+
+How upstream's objects are translated, and why:
+- `spec.priority: N` (the churn templates) becomes `priorityClassName` of a PriorityClass of
+  value N created per sandbox: upstream's integration apiserver runs without the Priority
+  admission plugin, ours runs with it, which refuses a bare `priority`.
+- `spec.schedulerName` is set to the contender's (`ballast`, `default-scheduler`, `raw-bind`).
+- Node templates become kwok nodes (kwok's annotation added) with the template's capacity,
+  labels and taints; `labelNodePrepareStrategy` gives node i the value `labelValues[i % n]`
+  (upstream picks one at random per node).
+- Upstream's templates are decoded case-insensitively by Go; `NodeAffinityPolicy` and
+  `NodeTaintsPolicy` in a topology spread constraint are sent as the API's camelCase names.
+- `featureGates` are ignored: both schedulers run v1.34's defaults.
+`--size quick` runs each test case's `500Nodes` workload (upstream's `performance, short`
+entry); `--size full` the 5,000-node ones the issue names, with `--max-pods` capping each
+createPods op (and `--max-nodes` each createNodes op) on a machine that cannot hold the rest;
+the JSON says for every op what upstream asks and what ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import urllib3
+import yaml
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+
+from bench.scheduler import (
+    RESULTS,
+    THREADS,
+    Contender,
+    PodMaker,
+    start_ballast,
+    start_kube_scheduler,
+    start_sandbox,
+)
+from sandbox.namespaces import ensure_namespace
+from sandbox.nodes import NodeSpec, create_nodes, wait_ready
+from scheduler.backend.cache import interrupt
+from scheduler.kube import kubeapi
+
+T = (5.0, 30.0)
+TIMEOUT = 900.0  # a phase that has not bound its pods by then is reported as it stands
+UPSTREAM_ENV = "BALLAST_SCHEDULER_PERF_DIR"
+UPSTREAM_SUBDIR = "test/integration/scheduler_perf"
+CONTENDERS = ("raw-bind", "ballast", "kube-scheduler")
+SCHEDULER_NAMES = {
+    "raw-bind": "raw-bind",
+    "ballast": "ballast",
+    "kube-scheduler": "default-scheduler",
+}
+
+# test case -> (config folder, quick workload, full workload); the full ones are those the issue
+# names with their thresholds.
+WORKLOADS: dict[str, tuple[str, str, str]] = {
+    "SchedulingBasic": ("misc", "500Nodes", "5000Nodes_10000Pods"),
+    "SchedulingPodAntiAffinity": ("affinity", "500Nodes", "5000Nodes_2000Pods"),
+    "SchedulingPodAffinity": ("affinity", "500Nodes", "5000Nodes_5000Pods"),
+    "TopologySpreading": ("topology_spreading", "500Nodes", "5000Nodes_5000Pods"),
+    "PreferredTopologySpreading": ("topology_spreading", "500Nodes", "5000Nodes_5000Pods"),
+    "DefaultTopologySpreading": ("topology_spreading", "500Nodes", "5000Nodes_50000Pods"),
+    "SchedulingWithNodeInclusionPolicy": ("topology_spreading", "500Nodes", "5000Nodes"),
+    "PreemptionAsync": ("misc", "500Nodes", "5000Nodes"),
+    "Unschedulable": ("misc", "500Nodes/10Init/1kPods", "5kNodes/100Init/10kPods"),
+}
+SPREAD_KEYS = ("nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys", "minDomains")
+
+
+class UpstreamNotFound(RuntimeError):
+    pass
+
+
+def find_upstream(explicit: Path | None = None) -> Path:
+    """The scheduler_perf folder: `explicit`, $BALLAST_SCHEDULER_PERF_DIR, or the newest
+    k8s.io/kubernetes@v1.34.* in the Go module cache."""
+    if explicit is None and os.environ.get(UPSTREAM_ENV):
+        explicit = Path(os.environ[UPSTREAM_ENV])
+    if explicit is not None:
+        if (explicit / "misc" / "performance-config.yaml").is_file():
+            return explicit
+        raise UpstreamNotFound(f"{explicit}: no misc/performance-config.yaml there")
+    roots = [Path(os.environ["GOMODCACHE"])] if os.environ.get("GOMODCACHE") else []
+    roots.append(Path(os.environ.get("GOPATH", Path.home() / "go")) / "pkg" / "mod")
+    for root in roots:
+        found = sorted((root / "k8s.io").glob("kubernetes@v1.34.*"), reverse=True)
+        for module in found:
+            if (module / UPSTREAM_SUBDIR / "misc" / "performance-config.yaml").is_file():
+                return module / UPSTREAM_SUBDIR
+    raise UpstreamNotFound(
+        "kube-scheduler's scheduler_perf configs not found: looked for "
+        f"k8s.io/kubernetes@v1.34.*/{UPSTREAM_SUBDIR} under {', '.join(map(str, roots))}. "
+        "`ballast sandbox build --with-kube-scheduler` downloads that module; or pass "
+        f"--upstream DIR / set {UPSTREAM_ENV}."
+    )
+
+
+@dataclass
+class Op:
+    """One op of a workload template, its counts resolved from the workload's params."""
+
+    opcode: str
+    count: int = 0
+    upstream_count: int = 0
+    template: dict[str, Any] = field(default_factory=dict)
+    namespace: str = ""
+    collect: bool = False
+    label_key: str = ""
+    label_values: list[str] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    interval_s: float = 0.0
+
+
+@dataclass
+class Workload:
+    case: str
+    name: str
+    source: str
+    ops: list[Op]
+    threshold: float | None = None
+
+    def namespaces(self) -> list[str]:
+        return list(dict.fromkeys(op.namespace for op in self.ops if op.namespace))
+
+
+def _template(folder: Path, relative: str) -> dict[str, Any]:
+    return yaml.safe_load((folder / relative).read_text())
+
+
+def _count(raw: dict[str, Any], params: dict[str, Any]) -> int:
+    if "countParam" in raw:
+        return int(params[raw["countParam"].lstrip("$")])
+    return int(raw.get("count", 0))
+
+
+def load_workload(
+    upstream: Path, case: str, name: str, max_nodes: int | None, max_pods: int | None
+) -> Workload:
+    """Test case `case`, workload `name`, from its folder's performance-config.yaml."""
+    folder = upstream / WORKLOADS[case][0]
+    config = folder / "performance-config.yaml"
+    cases = {c["name"]: c for c in yaml.safe_load(config.read_text())}
+    tc = cases[case]
+    workload = next((w for w in tc["workloads"] if w["name"] == name), None)
+    if workload is None:
+        raise UpstreamNotFound(f"{config}: {case} has no workload {name!r}")
+    params = workload.get("params") or {}
+    default_pod = tc.get("defaultPodTemplatePath")
+    ops: list[Op] = []
+    for index, raw in enumerate(tc["workloadTemplate"]):
+        code = raw["opcode"]
+        if code == "createNodes":
+            n = _count(raw, params)
+            strategy = raw.get("labelNodePrepareStrategy") or {}
+            ops.append(
+                Op(
+                    code,
+                    min(n, max_nodes or n),
+                    n,
+                    _template(
+                        folder, raw.get("nodeTemplatePath", "../templates/node-default.yaml")
+                    ),
+                    label_key=strategy.get("labelKey", ""),
+                    label_values=list(strategy.get("labelValues") or []),
+                )
+            )
+        elif code == "createNamespaces":
+            for i in range(_count(raw, params)):
+                ops.append(Op(code, namespace=f"{raw['prefix']}-{i}"))
+        elif code == "createPods":
+            n = _count(raw, params)
+            path = raw.get("podTemplatePath") or default_pod or "../templates/pod-default.yaml"
+            ops.append(
+                Op(
+                    code,
+                    min(n, max_pods or n),
+                    n,
+                    _template(folder, path),
+                    # upstream's default for a createPods op without a namespace
+                    namespace=raw.get("namespace") or f"namespace-{index}",
+                    collect=bool(raw.get("collectMetrics")),
+                )
+            )
+        elif code == "createAny":
+            ops.append(
+                Op(code, 1, 1, _template(folder, raw["templatePath"]), namespace=raw["namespace"])
+            )
+        elif code == "churn":
+            if raw.get("mode") != "create":
+                raise UpstreamNotFound(f"{case}: churn mode {raw.get('mode')!r} not supported")
+            ops.append(
+                Op(
+                    code,
+                    templates=[_template(folder, p) for p in raw["templatePaths"]],
+                    namespace=f"namespace-{index}",
+                    interval_s=int(raw.get("intervalMilliseconds", 500)) / 1000,
+                )
+            )
+        else:
+            raise UpstreamNotFound(f"{case}: opcode {code!r} not supported by this bench")
+    return Workload(case, name, str(config), ops, workload.get("threshold"))
+
+
+# ---- translating upstream's objects -------------------------------------------------------
+
+
+def priority_class(value: int) -> str:
+    return f"perf-priority-{value}"
+
+
+def pod_from_template(template: dict[str, Any], name: str, scheduler: str) -> dict[str, Any]:
+    body = copy.deepcopy(template)
+    meta = body.setdefault("metadata", {})
+    meta.pop("generateName", None)
+    meta["name"] = name
+    spec = body.setdefault("spec", {})
+    spec["schedulerName"] = scheduler
+    if "priority" in spec:
+        spec["priorityClassName"] = priority_class(int(spec.pop("priority")))
+    for constraint in spec.get("topologySpreadConstraints") or []:
+        for key in list(constraint):
+            proper = next((k for k in SPREAD_KEYS if k.lower() == key.lower()), key)
+            if proper != key:
+                constraint[proper] = constraint.pop(key)
+    return body
+
+
+def node_specs(op: Op, first: int) -> list[NodeSpec]:
+    meta = op.template.get("metadata") or {}
+    capacity = (op.template.get("status") or {}).get("capacity") or {}
+    taints = [
+        {k: v for k, v in t.items() if k in ("key", "value", "effect")}
+        for t in (op.template.get("spec") or {}).get("taints") or []
+    ]
+    prefix = meta.get("generateName", "scheduler-perf-")
+    specs = []
+    for i in range(op.count):
+        labels = dict(meta.get("labels") or {})
+        if op.label_key:
+            labels[op.label_key] = op.label_values[(first + i) % len(op.label_values)]
+        specs.append(
+            NodeSpec(
+                f"{prefix}{first + i}",
+                cpu=str(capacity.get("cpu", "4")),
+                memory=str(capacity.get("memory", "32Gi")),
+                labels=labels,
+                taints=taints,
+                pods=int(capacity.get("pods", 110)),
+            )
+        )
+    return specs
+
+
+def _priorities(workload: Workload) -> set[int]:
+    found = set()
+    for op in workload.ops:
+        for tpl in [op.template, *op.templates]:
+            if "priority" in (tpl.get("spec") or {}):
+                found.add(int(tpl["spec"]["priority"]))
+    return found
+
+
+def prepare_cluster(api: client.ApiClient, workload: Workload) -> list[str]:
+    """Nodes, namespaces, PriorityClasses and the createAny objects, once per sandbox."""
+    t0 = time.monotonic()
+    specs: list[NodeSpec] = []
+    for op in workload.ops:
+        if op.opcode == "createNodes":
+            specs += node_specs(op, len(specs))
+    chunks = [specs[i::THREADS] for i in range(THREADS)]
+    with ThreadPoolExecutor(THREADS) as pool:
+        names = [n for part in pool.map(lambda c: create_nodes(api, c), chunks) for n in part]
+    wait_ready(api, names, timeout=600)
+    print(f"{len(names)} nodes ready in {time.monotonic() - t0:.1f}s", flush=True)
+    for ns in workload.namespaces():
+        ensure_namespace(api, ns)
+    for value in _priorities(workload):
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": priority_class(value)},
+            "value": value,
+        }
+        _must(kubeapi.request(api, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, T))
+    for op in workload.ops:
+        if op.opcode == "createAny":
+            body = copy.deepcopy(op.template)
+            meta = body.setdefault("metadata", {})
+            meta["name"] = meta.pop("generateName", "object-").rstrip("-") + "-0"
+            kind = body["kind"].lower() + "s"
+            path = f"/api/v1/namespaces/{op.namespace}/{kind}"  # core kinds: the Service
+            _must(kubeapi.request(api, "POST", path, body, T))
+    return names
+
+
+def _must(answer: kubeapi.Answer) -> None:
+    if not answer.ok and answer.status != 409:
+        raise RuntimeError(answer.message())
+
+
+# ---- watching, binding, creating ----------------------------------------------------------
+
+
+class Watch:
+    """A watch on pods of every namespace on its own thread; `handle` gets each decoded object."""
+
+    def __init__(self, api: client.ApiClient, handle: Callable[[dict[str, Any]], None]) -> None:
+        self._core = client.CoreV1Api(api)
+        self._handle = handle
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._started.wait(30):
+            raise TimeoutError("pod watch did not start")
+
+    def stop(self) -> None:
+        self._stop.set()
+        interrupt(self._resp)
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        rv = json.loads(
+            self._core.list_pod_for_all_namespaces(
+                _preload_content=False, _request_timeout=T, limit=1
+            ).data
+        )["metadata"]["resourceVersion"]
+        while not self._stop.is_set():
+            try:
+                self._resp = self._core.list_pod_for_all_namespaces(
+                    watch=True,
+                    resource_version=rv,
+                    timeout_seconds=1800,
+                    _preload_content=False,
+                    _request_timeout=(5, 1860),
+                )
+                self._started.set()
+                for line in iter_resp_lines(self._resp):
+                    obj = json.loads(line).get("object") or {}
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    self._handle(obj)
+            except Exception:  # noqa: BLE001 - reconnect from the last version seen
+                if self._stop.is_set():
+                    return
+                time.sleep(0.2)
+
+
+class Tracker:
+    """When each pod (namespace/name) was created (by the bench) and first showed a node."""
+
+    def __init__(self) -> None:
+        self.created: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.preempted = 0  # pods deleted while bound: victims
+
+    def handle(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if (obj.get("spec") or {}).get("nodeName") and key not in self.bound:
+            self.bound[key] = time.monotonic()
+
+
+class RawBinder:
+    """The ceiling: binds pending `raw-bind` pods of every namespace round robin, no checks."""
+
+    def __init__(self, api: client.ApiClient, nodes: list[str]) -> None:
+        self._api = api
+        self._nodes = nodes
+        self._next = 0
+        self._pool = ThreadPoolExecutor(THREADS)
+        self._seen: set[str] = set()
+        self._watch = Watch(api, self._handle)
+
+    def start(self) -> Contender:
+        self._watch.start()
+        return Contender(self.stop)
+
+    def stop(self) -> None:
+        self._watch.stop()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _handle(self, obj: dict[str, Any]) -> None:
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if spec.get("schedulerName") != "raw-bind" or spec.get("nodeName") or key in self._seen:
+            return
+        self._seen.add(key)
+        node = self._nodes[self._next % len(self._nodes)]
+        self._next += 1
+        self._pool.submit(self._bind, meta["namespace"], meta["name"], node)
+
+    def _bind(self, namespace: str, name: str, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+        answer = kubeapi.request(self._api, "POST", path, body, T)
+        if not answer.ok and answer.status not in (404, 409):
+            print(f"raw bind {namespace}/{name}: {answer.message()}", file=sys.stderr)
+
+
+def create_pods(
+    maker: PodMaker, tracker: Tracker, op: Op, prefix: str, scheduler: str
+) -> list[str]:
+    """The op's pods, created at once on 16 threads; their keys."""
+    names = [f"{prefix}-{i:06d}" for i in range(op.count)]
+
+    def one(name: str) -> None:
+        tracker.created[f"{op.namespace}/{name}"] = time.monotonic()
+        maker.create(op.namespace, pod_from_template(op.template, name, scheduler))
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(one, names))
+    return [f"{op.namespace}/{n}" for n in names]
+
+
+class Churn:
+    """Upstream's `churn` op in `create` mode: one pod of its templates every interval."""
+
+    def __init__(self, maker: PodMaker, tracker: Tracker, op: Op, scheduler: str) -> None:
+        self._maker, self._tracker = maker, tracker
+        self.op, self.scheduler = op, scheduler
+        self._stop = threading.Event()
+        self.keys: list[str] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        maker, tracker, op, scheduler = self._maker, self._tracker, self.op, self.scheduler
+        i = 0
+        while not self._stop.wait(op.interval_s if i else 0):
+            name = f"churn-{i:06d}"
+            tpl = op.templates[i % len(op.templates)]
+            key = f"{op.namespace}/{name}"
+            tracker.created[key] = time.monotonic()
+            try:
+                maker.create(op.namespace, pod_from_template(tpl, name, scheduler))
+                self.keys.append(key)
+            except Exception as exc:  # noqa: BLE001 - a failed create is one churn pod less
+                print(f"churn create {key}: {exc}", file=sys.stderr)
+            i += 1
+
+
+# ---- one contender on one workload --------------------------------------------------------
+
+
+def _wait_bound(tracker: Tracker, keys: list[str], timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(k not in tracker.bound for k in keys):
+        time.sleep(0.05)
+
+
+def throughput(tracker: Tracker, keys: list[str]) -> dict[str, Any]:
+    """As scheduler_perf's throughput collector: pods bound per 1-s interval of the phase,
+    from the first creation to the last binding; median and mean of those samples."""
+    bound = [tracker.bound[k] for k in keys if k in tracker.bound]
+    if not bound:
+        return {"bound": 0, "of": len(keys), "pods_per_second_p50": 0.0}
+    start = min(tracker.created[k] for k in keys)
+    seconds = max(bound) - start
+    buckets = [0] * (int(seconds) + 1)
+    for t in bound:
+        buckets[int(t - start)] += 1
+    samples = buckets[:-1] or buckets  # the last second is partial
+    latencies = sorted(tracker.bound[k] - tracker.created[k] for k in keys if k in tracker.bound)
+    return {
+        "bound": len(bound),
+        "of": len(keys),
+        "seconds": round(seconds, 3),
+        "pods_per_second_p50": round(statistics.median(samples), 1),
+        "pods_per_second_mean": round(len(bound) / seconds, 1) if seconds > 0 else None,
+        "latency_p50_s": round(statistics.median(latencies), 3),
+        "latency_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+    }
+
+
+def _per_pod(cpu_s: float | None, pods: int) -> float | None:
+    return None if cpu_s is None or not pods else round(1000 * cpu_s / pods, 3)
+
+
+def run_contender(
+    name: str,
+    workload: Workload,
+    api: client.ApiClient,
+    maker: PodMaker,
+    start: Callable[[], Contender],
+    preemptors: int = 0,
+) -> dict[str, Any]:
+    """Start the contender, run the workload's createPods ops in order (the measured one with
+    its churn), then, with `preemptors` and a churn of pods that preempt, the preemption phase
+    (see `preempt_one_by_one`)."""
+    scheduler = SCHEDULER_NAMES[name]
+    tracker = Tracker()
+    watch = Watch(api, tracker.handle)
+    watch.start()
+    began = time.monotonic()
+    contender = start()
+    ready = time.monotonic()
+    cpu_ready = contender.cpu()
+    result: dict[str, Any] = {"startup_s": round(ready - began, 3), "cpu_startup_s": cpu_ready}
+    churn: Churn | None = None
+    every: list[str] = []
+    cpu_before = cpu_ready
+    for index, op in enumerate(workload.ops):
+        if op.opcode == "churn":
+            churn = Churn(maker, tracker, op, scheduler)
+            continue
+        if op.opcode != "createPods":
+            continue
+        if op.collect and churn is not None:
+            churn.start()
+        cpu_before = contender.cpu()
+        t0 = time.monotonic()
+        keys = create_pods(maker, tracker, op, f"p{index}", scheduler)
+        created_s = time.monotonic() - t0
+        _wait_bound(tracker, keys)
+        every += keys
+        phase = throughput(tracker, keys) | {"creation_s": round(created_s, 3)}
+        if op.collect:
+            cpu_after = contender.cpu()
+            phase["cpu_ms_per_pod"] = _per_pod(
+                None if cpu_after is None else cpu_after - (cpu_before or 0.0), phase["bound"]
+            )
+            result["measured"] = phase
+        else:
+            result.setdefault("init", []).append(phase)
+        print(f"[{name}] {'measured' if op.collect else 'init'} {json.dumps(phase)}", flush=True)
+    if churn is not None:
+        churn.stop()
+        _wait_bound(tracker, churn.keys, timeout=5)  # the last ones may still be preempting
+        result["churn"] = throughput(tracker, churn.keys) | {"created": len(churn.keys)}
+        every += churn.keys
+        if preemptors and name != "raw-bind":
+            result["preemption"] = preempt_one_by_one(contender, maker, tracker, churn, preemptors)
+            every += result["preemption"].pop("keys")
+    cpu_end = contender.cpu()
+    bound_all = sum(1 for k in every if k in tracker.bound)
+    result["whole_run"] = {
+        "pods_bound": bound_all,
+        "cpu_s": cpu_end,
+        "cpu_ms_per_pod": _per_pod(cpu_end, bound_all),
+        "rss_peak_mb": contender.rss_peak_mb(),
+    }
+    contender.stop()
+    watch.stop()
+    return result
+
+
+def preempt_one_by_one(
+    contender: Contender, maker: PodMaker, tracker: Tracker, churn: Churn, count: int
+) -> dict[str, Any]:
+    """CPU and latency per preempting pod: `count` pods of the churn's template created one at
+    a time on the full cluster, each waited for until bound, nothing else going on."""
+    op, scheduler = churn.op, churn.scheduler
+    keys = []
+    cpu0 = contender.cpu()
+    for i in range(count):
+        name = f"preemptor-{i:04d}"
+        key = f"{op.namespace}/{name}"
+        tracker.created[key] = time.monotonic()
+        maker.create(op.namespace, pod_from_template(op.templates[0], name, scheduler))
+        keys.append(key)
+        _wait_bound(tracker, [key], timeout=60)
+    cpu1 = contender.cpu()
+    out = throughput(tracker, keys)
+    out["cpu_ms_per_preemptor"] = _per_pod(
+        None if cpu1 is None or cpu0 is None else cpu1 - cpu0, out["bound"]
+    )
+    return out | {"keys": keys}
+
+
+def reset(api: client.ApiClient, namespaces: list[str], timeout: float = 600.0) -> None:
+    """Every pod of the workload's namespaces deleted (kwok completes it) and gone."""
+    core = client.CoreV1Api(api)
+    for ns in namespaces:
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _request_timeout=T)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = sum(
+            len(core.list_namespaced_pod(ns, limit=1, _request_timeout=T).items)
+            for ns in namespaces
+        )
+        if not left:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"pods of {namespaces} still there after {timeout:.0f}s")
+
+
+def run_workload(
+    workload: Workload, order: list[str], rounds: int, offset: int, preemptors: int = 0
+) -> dict[str, Any]:
+    """One fresh sandbox, its nodes, then `rounds` rounds of every contender; `preemptors`
+    only for PreemptionAsync, the workload whose churn preempts."""
+    if workload.case != "PreemptionAsync":
+        preemptors = 0
+    work, plane, api = start_sandbox("ballast-perf-")
+    per_round: list[dict[str, Any]] = []
+    orders = []
+    t0 = time.monotonic()
+    try:
+        nodes = prepare_cluster(api, workload)
+        namespaces = workload.namespaces()
+        maker = PodMaker(plane)
+        starters: dict[str, Callable[[], Contender]] = {
+            "raw-bind": lambda: RawBinder(api, nodes).start(),
+            "ballast": lambda: start_ballast(plane, work),
+            "kube-scheduler": lambda: start_kube_scheduler(plane, work),
+        }
+        for r in range(rounds):
+            k = (offset + r) % len(order)
+            this = order[k:] + order[:k]
+            orders.append(this)
+            print(f"{workload.case}/{workload.name} round {r + 1}: {', '.join(this)}", flush=True)
+            results = {}
+            for name in this:
+                results[name] = run_contender(
+                    name, workload, api, maker, starters[name], preemptors
+                )
+                reset(api, namespaces)
+            per_round.append(results)
+    finally:
+        plane.stop()
+    return {
+        "case": workload.case,
+        "workload": workload.name,
+        "source": workload.source,
+        "threshold": workload.threshold,
+        "ops": [
+            {
+                "opcode": op.opcode,
+                "namespace": op.namespace,
+                "upstream": op.upstream_count,
+                "ran": op.count,
+            }
+            for op in workload.ops
+            if op.opcode in ("createNodes", "createPods")
+        ],
+        "orders": orders,
+        "seconds": round(time.monotonic() - t0, 1),
+        "medians": summarize(per_round),
+        "per_round": per_round,
+    }
+
+
+# ---- summaries -----------------------------------------------------------------------------
+
+FIGURES = {
+    "pods_per_second": ("measured", "pods_per_second_p50"),
+    "latency_p50_s": ("measured", "latency_p50_s"),
+    "latency_p99_s": ("measured", "latency_p99_s"),
+    "cpu_ms_per_pod_measured": ("measured", "cpu_ms_per_pod"),
+    "cpu_ms_per_pod_whole_run": ("whole_run", "cpu_ms_per_pod"),
+    "cpu_startup_s": (None, "cpu_startup_s"),
+    "rss_peak_mb": ("whole_run", "rss_peak_mb"),
+    "preemptor_latency_p50_s": ("churn", "latency_p50_s"),
+    "preemptor_latency_p99_s": ("churn", "latency_p99_s"),
+    "preemptors_bound": ("churn", "bound"),
+    "cpu_ms_per_preemptor": ("preemption", "cpu_ms_per_preemptor"),
+    "preemption_latency_p50_s": ("preemption", "latency_p50_s"),
+}
+# Ballast over kube-scheduler: (figure, goal, higher is better)
+GOALS = (
+    ("pods_per_second", 1.0, True),
+    ("cpu_ms_per_pod_whole_run", 1.0, False),
+    ("rss_peak_mb", 1.2, False),
+    ("latency_p99_s", None, False),
+    ("cpu_ms_per_pod_measured", None, False),
+    ("cpu_startup_s", 2.0, False),
+    ("cpu_ms_per_preemptor", 1.0, False),
+    ("preemption_latency_p50_s", None, False),
+)
+
+
+def _figure(result: dict[str, Any], where: str | None, key: str) -> float | None:
+    part = result if where is None else result.get(where) or {}
+    value = part.get(key)
+    return None if value is None else float(value)
+
+
+def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(n for r in rounds for n in r):
+        out[name] = {}
+        for figure, (where, key) in FIGURES.items():
+            values = [_figure(r[name], where, key) for r in rounds if name in r]
+            values = [v for v in values if v is not None]
+            if values:
+                out[name][figure] = round(statistics.median(values), 3)
+    return out
+
+
+def ratios(medians: dict[str, Any]) -> dict[str, Any]:
+    ours, theirs = medians.get("ballast", {}), medians.get("kube-scheduler", {})
+    raw = medians.get("raw-bind", {})
+    out: dict[str, Any] = {}
+    for figure, goal, higher in GOALS:
+        a, b = ours.get(figure), theirs.get(figure)
+        if a is None or not b:
+            continue
+        ratio = round(a / b, 2)
+        entry: dict[str, Any] = {"ratio": ratio}
+        if goal is not None:
+            entry |= {"goal": goal, "met": ratio >= goal if higher else ratio <= goal}
+        out[figure] = entry
+    if ours.get("pods_per_second") and raw.get("pods_per_second"):
+        out["pods_per_second_vs_raw_bind"] = {
+            "ratio": round(ours["pods_per_second"] / raw["pods_per_second"], 2)
+        }
+    return out
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    cases = [w["case"] for w in report["workloads"]]
+    figures = [
+        ("pods_per_second", "pods/s"),
+        ("cpu_ms_per_pod_whole_run", "CPU per pod (whole run)"),
+        ("latency_p99_s", "p99 latency"),
+        ("rss_peak_mb", "peak RSS"),
+    ]
+    fig, ax = plt.subplots(figsize=(11, 5))
+    width = 0.2
+    for i, (figure, label) in enumerate(figures):
+        values = [w["ratios"].get(figure, {}).get("ratio", 0.0) for w in report["workloads"]]
+        xs = [x + (i - 1.5) * width for x in range(len(cases))]
+        ax.bar(xs, values, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("Ballast / kube-scheduler")
+    ax.set_title(
+        f"scheduler_perf shapes ({report['size']}), Ballast over kube-scheduler v1.34: "
+        "pods/s higher is better, the rest lower"
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=("quick", "full"), default="full")
+    parser.add_argument("--quick", action="store_const", const="quick", dest="size")
+    parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("--only", nargs="*", default=list(CONTENDERS), choices=CONTENDERS)
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per workload")
+    parser.add_argument("--max-nodes", type=int, default=None, help="cap per createNodes op")
+    parser.add_argument("--max-pods", type=int, default=None, help="cap per createPods op")
+    parser.add_argument(
+        "--preemptors",
+        type=int,
+        default=20,
+        help="PreemptionAsync: then this many preempting pods one at a time (CPU per preemptor)",
+    )
+    parser.add_argument("--upstream", type=Path, default=None, help="scheduler_perf folder")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    try:
+        upstream = find_upstream(args.upstream)
+    except UpstreamNotFound as exc:
+        print(f"bench.scheduler_perf: {exc}", file=sys.stderr)
+        return 2
+    print(f"scheduler_perf configs from {upstream}", flush=True)
+    pick = 1 if args.size == "quick" else 2
+    workloads = [
+        load_workload(upstream, case, WORKLOADS[case][pick], args.max_nodes, args.max_pods)
+        for case in args.workloads
+    ]
+    out = args.out or RESULTS.with_name(f"scheduler-perf-{args.size}.json")
+    urllib3.disable_warnings()
+    began = time.monotonic()
+    report: dict[str, Any] = {
+        "benchmark": "scheduler_perf shapes",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "upstream": str(upstream),
+        "size": args.size,
+        "cpus": os.cpu_count(),
+        "rounds": args.rounds,
+        "ballast": "default profile, no watcher, parallelism 16, decision recording on (default)",
+        "kube_scheduler": "v1.34 default profile, client QPS/burst 5000",
+        "workloads": [],
+    }
+    for i, workload in enumerate(workloads):
+        result = run_workload(workload, list(args.only), args.rounds, i, args.preemptors)
+        result["ratios"] = ratios(result["medians"])
+        report["workloads"].append(result)
+        report["seconds"] = round(time.monotonic() - began, 1)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")  # after each: a cut run keeps some
+        print(f"{workload.case}: {json.dumps(result['medians'])} {json.dumps(result['ratios'])}")
+    plot(report, out.with_suffix(".png"))
+    print(f"results in {out}, plot in {out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
