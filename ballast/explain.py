@@ -209,7 +209,8 @@ def render_attempt(a: dict[str, Any]) -> str:
             out.append(f"preemption: nominated {pre['nominatedNode']}, evicting {victims}")
             out.append(f"  why: {pre.get('why')}")
         else:
-            out.append(f"preemption: none ({pre.get('why')})")
+            why = (pre.get("why") or "").removeprefix("preemption: ")
+            out.append(f"preemption: none; {why}")
     return "\n".join(out)
 
 

@@ -31,6 +31,7 @@ from scheduler.plugins.helpers import loadview
 # The rule kube-scheduler and Ballast use; said in the record so nobody has to guess.
 RANDOM_TIE_BREAK = "uniformly at random among the nodes with the best total"
 ONLY_NODE = "the only feasible node: not scored, as kube-scheduler does"
+NOMINATED_FIRST = "its nominated node, tried first as kube-scheduler does, fits: not scored"
 # DefaultPreemption's choice, in its order (scheduler/plugins/default_preemption.py).
 PREEMPTION_RULE = (
     "victims: pods of lower priority whose removal lets the pod pass every filter, most "
@@ -225,6 +226,9 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
     }
     if "s" in doc:
         out["scores"] = _expand_scores(*doc["s"])
+        total, considered = doc["n"][0], doc["n"][1]
+        if out["scores"]["winner"]["total"] is None and considered == 1 < total:
+            out["scores"]["winner"]["tieBreak"] = NOMINATED_FIRST
     if "m" in doc:
         out["message"] = doc["m"]
     if "x" in doc:

@@ -247,3 +247,12 @@ def test_the_cycles_estimate_is_what_the_record_says():
     doc = explanation.expand({**DETAIL, "prediction": guess})
     assert doc["prediction"] == guess
     assert explanation.expand(DETAIL)["prediction"] == {"cpuM": 150, "source": "requests"}
+
+
+def test_one_feasible_node_says_why_it_was_not_scored():
+    nodes, snap = cluster()
+    for considered, why in ((1, explanation.NOMINATED_FIRST), (6, explanation.ONLY_NODE)):
+        counts = explanation.node_counts(6, considered, 1, 0, 0, 6)
+        doc = explanation.placed(make_pod(), counts, {}, CycleState(), snap, None, "n1", 100, 3)
+        winner = explanation.expand(doc)["scores"]["winner"]
+        assert winner == {**winner, "node": "n1", "total": None, "tieBreak": why}
