@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -546,38 +546,16 @@ def _wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
     _wait(ready, timeout, f"the watcher reporting {len(nodes)} nodes")
 
 
-# -- the command --------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.rebalance", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
-    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
-    parser.add_argument("--contenders", help=f"comma-separated, of {', '.join(CONTENDERS)}")
-    parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
-    args = parser.parse_args(argv)
-    names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
-    contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
-    if "descheduler" in contenders:
-        descheduler.ensure_built()
-    seeds = list(range(1, args.seeds + 1))
-    started = time.monotonic()
-    runs = []
-    for name in names:
-        for seed in seeds:
-            print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
-            run = run_one(SCENARIOS[name], seed, contenders, say=lambda s: print(s, flush=True))
-            runs.append(run)
-            for c, r in run["contenders"].items():
-                print(
-                    f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
-                    f"  node-s >100% {r['node_seconds_over_100']:>4}"
-                    f"  >{HIGH:.0f}% {r['node_seconds_over_high']:>4}"
-                    f"  hot at end {r['hot_nodes_at_end']}  cool after {r['seconds_until_cool']}"
-                    f"  max unavailable {r['max_unavailable']}  lost {r['pods_lost']}",
-                    flush=True,
-                )
-    doc = {
+def document(
+    runs: list[dict[str, Any]],
+    seeds: list[int],
+    names: list[str],
+    contenders: list[str],
+    seconds: int,
+) -> dict[str, Any]:
+    return {
         "about": __doc__.split("\n\n")[0],
-        "seconds": round(time.monotonic() - started),
+        "seconds": seconds,
         "cpus": os.cpu_count(),
         "setup": {
             "nodes_per_pool": NODES,
@@ -603,6 +581,46 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summarize(runs),
         "runs": runs,
     }
+
+
+# -- the command --------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.rebalance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
+    parser.add_argument("--contenders", help=f"comma-separated, of {', '.join(CONTENDERS)}")
+    parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
+    parser.add_argument("--observe", type=float, help="seconds after the change, every scenario")
+    args = parser.parse_args(argv)
+    names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
+    contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
+    if "descheduler" in contenders:
+        descheduler.ensure_built()
+    seeds = list(range(1, args.seeds + 1))
+    if args.observe:
+        for n in names:
+            SCENARIOS[n] = replace(SCENARIOS[n], observe=args.observe)
+    started = time.monotonic()
+    runs = []
+    for name in names:
+        for seed in seeds:
+            print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
+            run = run_one(SCENARIOS[name], seed, contenders, say=lambda s: print(s, flush=True))
+            runs.append(run)
+            # After every run, so a run cut short still leaves what it measured.
+            partial = document(runs, seeds, names, contenders, round(time.monotonic() - started))
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(partial, indent=1) + "\n")
+            for c, r in run["contenders"].items():
+                print(
+                    f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
+                    f"  node-s >100% {r['node_seconds_over_100']:>4}"
+                    f"  >{HIGH:.0f}% {r['node_seconds_over_high']:>4}"
+                    f"  hot at end {r['hot_nodes_at_end']}  cool after {r['seconds_until_cool']}"
+                    f"  max unavailable {r['max_unavailable']}  lost {r['pods_lost']}",
+                    flush=True,
+                )
+    doc = document(runs, seeds, names, contenders, round(time.monotonic() - started))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"results: {args.out} ({doc['seconds']} s)")
