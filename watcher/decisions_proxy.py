@@ -16,6 +16,10 @@ import requests
 from watcher.config import Config
 
 TIMEOUT = 3.0
+# A Service in front of several scheduler replicas spreads connections among them, and only the
+# leader has records: a standby's answer (503 naming the leader) is asked again, on a new
+# connection, this many times in all (two replicas: the leader missed 1 time in 16).
+TRIES = 4
 MAX_ANSWER = 4 << 20  # the scheduler bounds its answers far below this
 
 
@@ -37,12 +41,15 @@ def forward(config: Config, pod: tuple[str, str] | None, query: bytes) -> tuple[
             )
         except OSError as exc:
             return 502, _error(f"scheduler_token_file: {exc}")
-    try:
-        with requests.get(url, headers=headers, timeout=TIMEOUT, stream=True) as answer:
-            body = answer.raw.read(MAX_ANSWER + 1, decode_content=True)
-            status = answer.status_code
-    except requests.RequestException as exc:
-        return 502, _error(f"cannot reach the scheduler at {config.scheduler_url}: {exc}")
+    for _ in range(TRIES):
+        try:
+            with requests.get(url, headers=headers, timeout=TIMEOUT, stream=True) as answer:
+                body = answer.raw.read(MAX_ANSWER + 1, decode_content=True)
+                status = answer.status_code
+        except requests.RequestException as exc:
+            return 502, _error(f"cannot reach the scheduler at {config.scheduler_url}: {exc}")
+        if status != 503 or b'"leader"' not in body:
+            break
     if len(body) > MAX_ANSWER:
         return 502, _error("the scheduler's answer is too large")
     if status != 200:
