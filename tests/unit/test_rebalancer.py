@@ -322,3 +322,21 @@ def test_ineligible_pods_are_never_planned():
     plan = judge().plan(view, ["hot"], snap)
     assert plan.moves == []
     assert {s.reason for s in plan.skips} == {victims.DAEMONSET, victims.BARE, NO_TARGET}
+
+
+def test_victims_use_the_workload_profile_when_the_watcher_has_one():
+    from scheduler.framework.workloads import (
+        Percentiles,
+        RevisionProfile,
+        WorkloadProfile,
+        WorkloadProfiles,
+    )
+
+    p = pod("web-1", cpu="200m")  # owner ReplicaSet "web-1-owner", no template hash
+    rev = RevisionProfile(50, 3, 0.0, Percentiles(600, 900, 1000), Percentiles(1, 2, 3))
+    profiles = WorkloadProfiles(
+        {"app/ReplicaSet/web-1-owner": WorkloadProfile("ReplicaSet", {"": rev})}
+    )
+    measured = victims.Estimator(profiles=lambda: profiles)
+    assert measured.use(p, "cpu") == 900  # the profile's p95, not 200m x 1.5
+    assert victims.Estimator().use(p, "cpu") == 300
