@@ -20,7 +20,7 @@ import requests
 
 DEFAULT_SCHEDULER = "http://127.0.0.1:10259"
 TIMEOUT = 5.0
-OUTCOMES = ("binding", "bound", "bind-failed", "unschedulable", "preempting", "error")
+OUTCOMES = ("binding", "bound", "bind-failed", "unschedulable", "preempting", "error", "extender")
 
 
 class ExplainError(Exception):
@@ -134,6 +134,8 @@ def render_attempt(a: dict[str, Any]) -> str:
     out.append(head)
     if a.get("outcomeDetail"):
         out.append(f"  {a['outcomeDetail']}")
+    if a.get("extender"):
+        out.append(f"extender {a['extender']['verb']}: {a['extender']['note']}")
     n = a.get("nodes") or {}
     cut = ""
     if n.get("enoughFeasible", 0) < n.get("total", 0):

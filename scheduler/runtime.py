@@ -191,6 +191,7 @@ class Runtime:
                 self.recent,
                 api,
                 self.cycle.predicted_cpu_m,
+                self.decisions,
             )
             host, _, port = opts.extender_listen.rpartition(":")
             self.extender = ExtenderServer(

@@ -28,7 +28,8 @@ BIND_FAILED = "bind-failed"
 UNSCHEDULABLE = "unschedulable"
 PREEMPTING = "preempting"  # fits nowhere; victims are evicted on the nominated node
 ERROR = "error"
-OUTCOMES = (BINDING, BOUND, BIND_FAILED, UNSCHEDULABLE, PREEMPTING, ERROR)
+EXTENDER = "extender"  # Ballast answered kube-scheduler's filter or prioritize call
+OUTCOMES = (BINDING, BOUND, BIND_FAILED, UNSCHEDULABLE, PREEMPTING, ERROR, EXTENDER)
 
 DEFAULT_PODS = 10_000
 DEFAULT_ATTEMPTS = 4
@@ -101,7 +102,9 @@ class DecisionStore:
         with self._lock:
             seen, kept = self._pods.get(key, (0, ()))
             attempt = Attempt(uid, seen + 1, now, profile, outcome, node, blob)
-            older = kept[len(kept) - self.max_attempts + 1 :] if self.max_attempts > 1 else ()
+            older = (
+                kept[max(0, len(kept) - self.max_attempts + 1) :] if self.max_attempts > 1 else ()
+            )
             self._pods[key] = (seen + 1, (*older, attempt))
             if seen:
                 self._pods.move_to_end(key)

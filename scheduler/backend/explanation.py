@@ -43,6 +43,13 @@ PREEMPTION_RULE = (
 # record's `prediction` from plugins/helpers/estimator.py: figures, source, workload).
 PREDICTION_SOURCE = "requests"
 NOMINATED_ROOM = "(room for nominated pods)"
+# In extender mode kube-scheduler decides; what Ballast said is one part of its sum.
+EXTENDER_NOTES = {
+    "filter": "Ballast's filter answer to kube-scheduler (which also runs its own filters)",
+    "prioritize": "Ballast's scores for kube-scheduler, which adds them, times the extender's "
+    "weight, to its own and picks; the winner here is Ballast's favourite, not the decision",
+    "bind": "bound by kube-scheduler through Ballast's bind verb",
+}
 
 # compact field orders
 _COUNTS = (
@@ -231,6 +238,8 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
             out["scores"]["winner"]["tieBreak"] = NOMINATED_FIRST
     if "m" in doc:
         out["message"] = doc["m"]
+    if "e" in doc:
+        out["extender"] = {"verb": doc["e"], "note": EXTENDER_NOTES.get(doc["e"], "")}
     if "x" in doc:
         node, victims, message = doc["x"]
         out["preemption"] = {

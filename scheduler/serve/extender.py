@@ -23,9 +23,20 @@ from typing import Any
 
 from kubernetes import client
 
+from scheduler.backend import decisions as outcomes
+from scheduler.backend import explanation
 from scheduler.backend.cache import take_snapshot
-from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, resources
-from scheduler.framework.profile import Profile
+from scheduler.backend.decisions import DecisionStore
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    PostFilterResult,
+    Snapshot,
+    resources,
+)
+from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.kube import kubeapi
 from scheduler.kube.binder import TIMEOUT, binding_body
 from scheduler.serve import httpserve
@@ -44,6 +55,7 @@ class Extender:
         recent: Any,
         api: client.ApiClient,
         predicted_cpu_m: Callable[[PodInfo], int],
+        decisions: DecisionStore | None = None,
     ) -> None:
         self.profile = profile
         self.cache = cache
@@ -51,6 +63,7 @@ class Extender:
         self.recent = recent
         self.api = api
         self.predicted_cpu_m = predicted_cpu_m
+        self.decisions = decisions  # each answer recorded for `ballast explain`
         self.calls = {"filter": 0, "prioritize": 0, "bind": 0}
         self._seen: OrderedDict[str, PodInfo] = OrderedDict()
         self._seen_lock = threading.Lock()
@@ -59,9 +72,20 @@ class Extender:
     def filter(self, args: dict[str, Any]) -> dict[str, Any]:
         self.calls["filter"] += 1
         pod, names, given = self._request(args)
+        state = CycleState()
+        if self.decisions is not None:
+            state[FILTER_TALLY] = {}
         with self.cache.lock:
             nodes, missing = self._nodes(names, given)
-            feasible, reasons = self.profile.filter(pod, nodes, self._snapshot(), CycleState())
+            feasible, reasons = self.profile.filter(pod, nodes, self._snapshot(), state)
+        if self.decisions is not None:
+            total = len(names)
+            counts = explanation.node_counts(total, total, len(feasible), 0, 100, total)
+            unknown = {name: ["node not in Ballast's cache"] for name in missing}
+            detail = explanation.unschedulable(
+                pod, counts, {**reasons, **unknown}, state, "", PostFilterResult(), 0
+            )
+            self._record(pod, "filter", "", detail)
         failed = {name: "; ".join(why) for name, why in reasons.items()}
         failed.update(dict.fromkeys(missing, "node not in Ballast's cache"))
         ok = [n.name for n in feasible]
@@ -81,9 +105,21 @@ class Extender:
     def prioritize(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         self.calls["prioritize"] += 1
         pod, names, given = self._request(args)
+        parts = ScoreParts() if self.decisions is not None else None
         with self.cache.lock:
             nodes, missing = self._nodes(names, given)
-            totals = self.profile.score(pod, nodes, self._snapshot(), CycleState()) if nodes else {}
+            snap = self._snapshot()
+            totals = self.profile.score(pod, nodes, snap, CycleState(), parts) if nodes else {}
+            if parts is not None and totals:
+                best = max(totals, key=lambda n: (totals[n], n))
+                counts = explanation.node_counts(
+                    len(names), len(names), len(nodes), len(nodes), 100, len(names)
+                )
+                detail = explanation.placed(
+                    pod, counts, {}, CycleState(), snap, parts, best, self.predicted_cpu_m(pod),
+                    self.decisions.top,
+                )  # fmt: skip
+                self._record(pod, "prioritize", best, detail)
         weight = sum(w for _, w in self.profile.scores) or 1
         top = MAX_NODE_SCORE * weight
         out = [
@@ -111,9 +147,31 @@ class Extender:
             return {"Error": answer.message()}
         if pod.raw:
             self.recent.record(uid, node, self.predicted_cpu_m(pod))
+            if self.decisions is not None:
+                counts = explanation.node_counts(1, 0, 0, 0, 100, 1)
+                detail = explanation.unschedulable(
+                    pod, counts, {}, CycleState(), "", PostFilterResult(), 0
+                )
+                self._record(pod, "bind", node, detail, outcomes.BOUND)
         return {"Error": ""}
 
     # --- helpers --------------------------------------------------------------------------
+    def _record(
+        self, pod: PodInfo, verb: str, node: str, detail: dict[str, Any], outcome: str = ""
+    ) -> None:
+        assert self.decisions is not None
+        detail.pop("m", None)
+        detail["e"] = verb
+        self.decisions.add(
+            pod.key,
+            pod.uid,
+            time.time(),
+            self.profile.scheduler_name,
+            outcome or outcomes.EXTENDER,
+            node,
+            detail,
+        )
+
     def _request(self, args: dict[str, Any]) -> tuple[PodInfo, list[str], dict[str, Any]]:
         if not isinstance(args, dict) or not isinstance(args.get("Pod"), dict):
             raise ValueError("request: expected an object with a Pod")

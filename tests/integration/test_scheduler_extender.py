@@ -59,6 +59,19 @@ def test_filter_prioritize_and_bind(kube_api, kube_nodes, namespace):
         # Ballast now counts the pod's predicted CPU on b: its 100m request x 1.5.
         assert runtime.recent.cpu_by_node({})[b] == 150
 
+        # Each answer is in the decision record (`ballast explain`), newest first.
+        answers = runtime.decisions.get(namespace, "p")["attempts"]
+        verbs = [(x.get("extender") or {}).get("verb") for x in answers]
+        assert verbs == ["bind", "prioritize", "filter", "filter"]
+        assert answers[0]["outcome"] == "bound" and answers[0]["node"] == b
+        top = {row["node"]: row["total"] for row in answers[1]["scores"]["top"]}
+        assert set(top) == {a, b} and answers[1]["node"] == max(top, key=lambda n: (top[n], n))
+        first_filter = answers[3]["filters"]
+        assert first_filter["rejectedNodes"] == 2  # the tainted node and the unknown one
+        assert first_filter["byPlugin"]["TaintToleration"] == {
+            "node(s) had untolerated taint(s)": 1
+        }
+
         bad = requests.post(f"{url}/filter", data=b"{not json", timeout=5)
         assert bad.status_code == 400 and "bad filter request" in bad.json()["Error"]
         assert runtime.extender  # still serving

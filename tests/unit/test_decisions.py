@@ -208,6 +208,10 @@ def test_store_keeps_the_last_pods_and_attempts():
     assert [a["attempt"] for a in doc["attempts"]] == [4, 3]  # newest first, two kept
     first = doc["attempts"][0]
     assert first["prediction"]["cpuM"] == 150 and first["outcome"] == "unschedulable"
+    four = DecisionStore(attempts=4)
+    for _ in range(3):
+        record(four, "a")
+    assert [a["attempt"] for a in four.get("ns", "a")["attempts"]] == [3, 2, 1]
     record(store, "e")  # b was used last: c goes
     assert store.get("ns", "c") is None and store.get("ns", "b") is not None
 
