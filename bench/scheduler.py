@@ -18,7 +18,10 @@ Contenders:
   allocation fallback), leader election off;
 - kube-scheduler: the pinned upstream release, default profile, leader election off, client
   QPS raised to 5000 as kube-scheduler's own scheduler_perf does (its default of 50 would
-  measure the rate limiter, not the scheduler).
+  measure the rate limiter, not the scheduler);
+- ballast-no-record (only when named in --only): Ballast with decision recording off
+  (`--decisions 0`), for the cost of `ballast explain`'s records (issue 18: `ballast` over it,
+  CPU per pod, at most 1.05x).
 Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, how
 long creating the pods took, and the phase's `Scheduled` events: how many were written and when
 the last one was (the next phase starts only after them, so one contender's late events never
@@ -279,7 +282,9 @@ def _child_pid(pid: int, timeout: float = 10.0) -> int:
     raise TimeoutError(f"process {pid} started no child")
 
 
-def start_ballast(plane: ControlPlane, work: Path, profile: Path | None = None) -> Contender:
+def start_ballast(
+    plane: ControlPlane, work: Path, profile: Path | None = None, record: bool = True
+) -> Contender:
     cfg = work / "ballast.yaml"
     cfg.write_text(
         yaml.safe_dump({"parallelism": THREADS, "leaderElection": {"leaderElect": False}})
@@ -300,6 +305,7 @@ def start_ballast(plane: ControlPlane, work: Path, profile: Path | None = None) 
                 f"127.0.0.1:{port}",
                 "--log-level",
                 "WARNING",
+                *(() if record else ("--decisions", "0")),
             ],
             profile,
         ),
@@ -609,6 +615,8 @@ SPREAD_CPU_GOAL = 1.5
 LARGE_NODES = 5000
 LARGE_CPU_GOAL = 1.0
 LARGE_BACKLOG_GOALS = (("kube-scheduler", 1.0), ("raw-bind", 0.9))
+# Issue 18: decision recording (on by default) costs at most 5 % CPU per scheduled pod.
+RECORDING_CPU_GOAL = 1.05
 
 
 def _goals_for(phase: str, workload: str, nodes: int) -> tuple[tuple[str, float], ...]:
@@ -639,6 +647,18 @@ def verdict(
                 "goal_at_most": cpu_goal,
                 "ratio_of_medians": ratios[key],
                 "met": ratios[key] <= cpu_goal,
+            }
+    # Issue 18: what recording decisions costs, per phase (start-up is the same either way).
+    for phase in PHASES:
+        on = summary.get("ballast", {}).get(phase, {}).get("cpu_ms_per_pod", {}).get("median")
+        off = summary.get("ballast-no-record", {}).get(phase, {}).get("cpu_ms_per_pod", {})
+        if on and off.get("median"):
+            key = f"{phase}_cpu_per_pod_recording_on_vs_off"
+            ratios[key] = round(on / off["median"], 3)
+            goals[key] = {
+                "goal_at_most": RECORDING_CPU_GOAL,
+                "ratio_of_medians": ratios[key],
+                "met": ratios[key] <= RECORDING_CPU_GOAL,
             }
     for phase in PHASES:
         ours = summary.get("ballast", {}).get(phase, {}).get("pods_per_second", {}).get("median")
@@ -724,6 +744,10 @@ def main(argv: list[str] | None = None) -> int:
             "raw-bind": ("raw-bind", lambda ns: _start_raw(api, names, ns)),
             "ballast": ("ballast", lambda ns: start_ballast(plane, work, _profile_out(args, ns))),
             "kube-scheduler": ("default-scheduler", lambda ns: start_kube_scheduler(plane, work)),
+            "ballast-no-record": (
+                "ballast",
+                lambda ns: start_ballast(plane, work, _profile_out(args, ns), record=False),
+            ),
         }
         maker = PodMaker(plane)
         rounds: list[dict[str, Any]] = []
