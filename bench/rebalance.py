@@ -465,7 +465,8 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
                 CPU_QUERY,
                 LOW,
                 HIGH,
-                namespaces=[namespace("descheduler")],
+                prom,
+                exclude_namespaces=[namespace(c) for c in contenders if c != "descheduler"],
                 node_selector=f"{POOL_LABEL}=descheduler",
             )
             descheduler.start_descheduler(plane, prom, doc, INTERVAL)

@@ -46,23 +46,27 @@ def policy(
     query: str,
     low: float,
     high: float,
-    namespaces: list[str] | None = None,
+    prometheus_url: str,
+    exclude_namespaces: list[str] | None = None,
     node_selector: str = "",
     per_node: int | None = None,
 ) -> dict[str, Any]:
-    """A DeschedulerPolicy running LowNodeUtilization on `query` (0..1 per node)."""
+    """A DeschedulerPolicy running LowNodeUtilization on `query` (0..1 per node). Upstream makes
+    a Prometheus client only when `metricsProviders` names one with a URL; the wrapper's
+    `--prometheus-url` then stands in for the in-cluster token client."""
     args: dict[str, Any] = {
         "thresholds": {METRIC_RESOURCE: low},
         "targetThresholds": {METRIC_RESOURCE: high},
         "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": query}},
     }
-    if namespaces:
-        args["evictableNamespaces"] = {"include": namespaces}
+    if exclude_namespaces:  # LowNodeUtilization takes no inclusion list
+        args["evictableNamespaces"] = {"exclude": exclude_namespaces}
     if per_node:
         args["evictionLimits"] = {"node": per_node}
     doc: dict[str, Any] = {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerPolicy",
+        "metricsProviders": [{"source": "Prometheus", "prometheus": {"url": prometheus_url}}],
         "profiles": [
             {
                 "name": "rebalance",

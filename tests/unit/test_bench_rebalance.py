@@ -61,9 +61,12 @@ def test_summary_marks_runs_where_it_never_happened():
 
 
 def test_descheduler_policy_uses_the_metric_resource():
-    doc = descheduler.policy("q", 50, 80, namespaces=["a"], node_selector="pool=x")
+    doc = descheduler.policy(
+        "q", 50, 80, "http://p:9090", exclude_namespaces=["a"], node_selector="pool=x"
+    )
     args = doc["profiles"][0]["pluginConfig"][1]["args"]
+    assert doc["metricsProviders"][0]["prometheus"] == {"url": "http://p:9090"}
     assert args["thresholds"] == {"MetricResource": 50}
     assert args["targetThresholds"] == {"MetricResource": 80}
     assert args["metricsUtilization"] == {"source": "Prometheus", "prometheus": {"query": "q"}}
-    assert args["evictableNamespaces"] == {"include": ["a"]} and doc["nodeSelector"] == "pool=x"
+    assert args["evictableNamespaces"] == {"exclude": ["a"]} and doc["nodeSelector"] == "pool=x"
