@@ -106,6 +106,8 @@ def create_app(
     `figures` reads what this replica's poller did when it runs in another process."""
     app = Flask("watcher")
     reader = SnapshotReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
+    if store.kind == "redis":
+        reader.keep_fresh(max(1.0, config.snapshot_check))
     cache = BodyCache()
     if poller is not None:
         figures = lambda: selfmetrics.poller_figures(poller)  # noqa: E731

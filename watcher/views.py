@@ -206,6 +206,21 @@ class SnapshotReader:
             self._checked = time.monotonic()
         return self.view
 
+    def keep_fresh(self, interval: float) -> threading.Thread:
+        """Refresh every `interval` seconds on a daemon thread, requests or not: requests
+        spread unevenly over gunicorn's workers, and a worker that had none before the store
+        went away would have no snapshot to serve during the outage (503 beside a worker with
+        one)."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(interval)
+                self.get()
+
+        thread = threading.Thread(target=loop, name="snapshot-refresh", daemon=True)
+        thread.start()
+        return thread
+
     def _refresh(self) -> None:
         try:
             version = self.store.snapshot_version()

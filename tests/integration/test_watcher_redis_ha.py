@@ -39,10 +39,13 @@ class Reader:
     def _run(self) -> None:
         while not self.stop.is_set():
             try:
-                code = requests.get(f"{self.url}/api/v1/nodes", timeout=10).status_code
+                resp = requests.get(f"{self.url}/api/v1/nodes", timeout=10)
             except requests.RequestException as exc:
                 self.errors.append(str(exc))
                 continue
+            code = resp.status_code
+            if code != 200 and len(self.errors) < 5:
+                self.errors.append(f"{code}: {resp.text[:300]}")
             self.codes[code] = self.codes.get(code, 0) + 1
 
     def __enter__(self) -> Reader:
@@ -61,6 +64,9 @@ def test_sentinel_failover_keeps_the_window_and_the_api(prometheus, make_sentine
     old_master = ha.master_port()
     assert old_master == ha.master.port
     frames_before = {n: watcher.json("/api/v1/nodes")["nodes"][n] for n in NODES}
+    # Every worker refreshes its copy each second, requests or not: after a few polls each
+    # has one to serve while Redis is away (a worker without any would rightly answer 503).
+    wait_for(lambda: watcher.status()["counters"]["polls"] >= 3, timeout=30, what="3 polls")
     polls_before = watcher.status()["counters"]["polls"]
 
     with Reader(watcher.url) as reader:
