@@ -14,7 +14,7 @@ from sandbox.nodes import numbered
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sandbox", help="local control plane: etcd, kube-apiserver, kwok"
+        "sandbox", help="local control plane: etcd, kube-apiserver, kwok, kube-controller-manager"
     )
     commands = parser.add_subparsers(dest="sandbox_command", metavar="COMMAND", required=True)
 
@@ -28,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also build kube-scheduler with scheduler-plugins' Trimaran plugins",
     )
     p.add_argument("--with-metrics-server", action="store_true", help="also build metrics-server")
+    p.add_argument("--with-helm", action="store_true", help="also build helm (the chart's tests)")
     p.set_defaults(func=_guarded(cmd_build))
 
     p = commands.add_parser("up", help="start the control plane and N Ready fake nodes")
@@ -43,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--with-metrics-server",
         action="store_true",
         help="also run metrics-server (metrics.k8s.io, `kubectl top`), fed by kwok's kubelets",
+    )
+    p.add_argument(
+        "--no-controllers",
+        action="store_true",
+        help="leave out kube-controller-manager (no Deployments, Jobs, PDB status, GC)",
     )
     p.set_defaults(func=_guarded(cmd_up))
 
@@ -88,6 +94,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         say=lambda s: print(s, flush=True),
         with_trimaran=args.with_trimaran,
         with_metrics_server=args.with_metrics_server,
+        with_helm=args.with_helm,
     )
     return 0
 
@@ -98,9 +105,15 @@ def cmd_up(args: argparse.Namespace) -> int:
         _free_if_zero(args.etcd_port),
         _free_if_zero(args.etcd_peer_port),
     )
-    plane = ControlPlane(args.state_dir, ports, metrics_server=args.with_metrics_server)
+    plane = ControlPlane(
+        args.state_dir,
+        ports,
+        metrics_server=args.with_metrics_server,
+        controllers=not args.no_controllers,
+    )
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
-    print(f"starting etcd, kube-apiserver and kwok with {args.nodes} node(s)...", flush=True)
+    parts = "etcd, kube-apiserver, kwok" + ("" if args.no_controllers else ", controllers")
+    print(f"starting {parts} with {args.nodes} node(s)...", flush=True)
     seconds = plane.start(specs)
     print(f"sandbox up in {seconds:.1f} s: {plane.base_url}, {args.nodes} node(s) Ready")
     print(f"logs in {plane.log_dir}; use it with:  eval $(ballast sandbox env)")

@@ -1,4 +1,4 @@
-"""The sandbox control plane: etcd, kube-apiserver and kwok on loopback.
+"""The sandbox control plane: etcd, kube-apiserver, kwok and kube-controller-manager on loopback.
 
 `ControlPlane(state_dir).start()` is what `ballast sandbox up`, the test fixtures, the demo and
 the benchmarks share. The state folder holds everything a run writes: the PKI, etcd's data, a
@@ -30,11 +30,24 @@ from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 # Namespaces the apiserver creates itself; their `default` ServiceAccount is ours to make.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Stopped in this order: clients before the apiserver before its storage.
-STOP_ORDER = ("metrics-server", "kube-scheduler", "kwok", "kube-apiserver", "etcd")
+STOP_ORDER = (
+    "metrics-server",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "kwok",
+    "kube-apiserver",
+    "etcd",
+)
 # Without kube-controller-manager nothing would ever lift the not-ready taint this admission
 # plugin puts on every new node, and no pod could schedule.
 DISABLED_ADMISSION = "TaintNodesByCondition"
 PORTS_FILE = "ports.json"
+# Every default controller except node IPAM: kwok gives pods their IPs, and no node needs a
+# podCIDR. The cloud controllers skip themselves without --cloud-provider.
+CONTROLLERS = "*,-node-ipam-controller"
+# Published by the root-CA controller into every namespace once the controllers run: the
+# sign that kube-controller-manager has synced its informers and started.
+CONTROLLERS_READY_CONFIGMAP = ("default", "kube-root-ca.crt")
 
 
 @dataclass(frozen=True)
@@ -60,10 +73,14 @@ class ControlPlane:
         die_with_parent: bool = False,
         watch_cache: bool = True,
         metrics_server: bool = False,
+        controllers: bool = False,
     ) -> None:
         """`die_with_parent`: the processes end with this one (fixtures); `up` leaves them.
         `watch_cache=False` serves every watch straight from etcd, so a watch from a compacted
-        resourceVersion gets etcd's real 410 Gone (the chaos suite's expired-watch fault)."""
+        resourceVersion gets etcd's real 410 Gone (the chaos suite's expired-watch fault).
+        `controllers=True` also runs kube-controller-manager (Deployments, ReplicaSets, Jobs,
+        PDB status, garbage collection, ...); `ballast sandbox up` and the test fixtures do, the
+        benchmarks leave it out so their CPU figures stay the schedulers' own."""
         self.state_dir = Path(state_dir).resolve()
         self.ports = ports or Ports.fixed()
         self.pki = Pki.at(self.state_dir / "pki")
@@ -76,6 +93,7 @@ class ControlPlane:
         self._watch_cache = watch_cache
         # kwok serves kubelet resource metrics and metrics-server runs behind the aggregator.
         self._metrics_server = metrics_server
+        self._controllers = controllers
 
     @classmethod
     def attach(cls, state_dir: Path | str) -> ControlPlane:
@@ -139,7 +157,10 @@ class ControlPlane:
                 f"a sandbox from {self.state_dir} is running ({', '.join(self.running())}): "
                 "use it, or stop it first with `ballast sandbox down`"
             )
-        binaries = {n: build.binary(n) for n in ("etcd", "kube-apiserver", "kwok")}
+        names = ["etcd", "kube-apiserver", "kwok"]
+        if self._controllers:
+            names.append("kube-controller-manager")
+        binaries = {n: build.binary(n) for n in names}
         processes.check_port_free(self.ports.apiserver, "kube-apiserver", "--apiserver-port")
         processes.check_port_free(self.ports.etcd_client, "etcd clients", "--etcd-port")
         processes.check_port_free(self.ports.etcd_peer, "etcd peers", "--etcd-peer-port")
@@ -160,6 +181,9 @@ class ControlPlane:
             with self.api_client() as api:
                 for ns in SYSTEM_NAMESPACES:
                     ensure_namespace(api, ns)
+                if self._controllers:
+                    kcm = binaries["kube-controller-manager"]
+                    self.spawn("kube-controller-manager", [str(kcm), *self._controller_args()])
                 # Its own work folder, so a ~/.kwok/kwok.yaml on the machine changes nothing.
                 kwok_env = dict(os.environ, KWOK_WORKDIR=str(self.state_dir / "kwok"))
                 self.spawn("kwok", [str(binaries["kwok"]), *self._kwok_args()], kwok_env)
@@ -168,6 +192,8 @@ class ControlPlane:
                     wait_ready(api, [n.name for n in nodes])
                 if self._metrics_server:
                     metrics_server.start(self)
+                if self._controllers:
+                    self._wait_controllers(api)
         except BaseException:
             self.stop()
             raise
@@ -286,6 +312,41 @@ class ControlPlane:
             # The aggregation layer, for metrics-server's metrics.k8s.io (an APIService).
             *metrics_server.aggregation_args(ensure_aggregation_pki(pki)),
         ] + ([] if self._watch_cache else ["--watch-cache=false"])
+
+    def _wait_controllers(self, api: client.ApiClient) -> None:
+        core = client.CoreV1Api(api)
+        namespace, name = CONTROLLERS_READY_CONFIGMAP
+
+        def published() -> bool:
+            try:
+                core.read_namespaced_config_map(name, namespace, _request_timeout=2)
+            except client.ApiException as exc:
+                if exc.status == 404:
+                    return False
+                raise
+            return True
+
+        self.wait_until("kube-controller-manager", published)
+
+    def _controller_args(self) -> list[str]:
+        pki = self.pki
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--controllers={CONTROLLERS}",
+            # One instance: no Lease to wait for at start.
+            "--leader-elect=false",
+            # Nothing scrapes it here, and readiness shows in the API (see _wait_controllers).
+            "--secure-port=0",
+            # The token controller signs legacy service-account token Secrets with the key the
+            # apiserver verifies; the root-CA controller publishes the CA as kube-root-ca.crt.
+            f"--service-account-private-key-file={pki.sa_key}",
+            f"--root-ca-file={pki.ca_cert}",
+            f"--cluster-signing-cert-file={pki.ca_cert}",
+            f"--cluster-signing-key-file={pki.ca_key}",
+            f"--service-cluster-ip-range={defaults.SERVICE_CLUSTER_IP_RANGE}",
+            "--allocate-node-cidrs=false",
+            "--profiling=false",
+        ]
 
     def _kwok_args(self) -> list[str]:
         key, value = defaults.KWOK_NODE_ANNOTATION

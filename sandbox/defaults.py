@@ -36,7 +36,7 @@ REQUEST_TIMEOUT = 10.0
 ADMIN_USER = "ballast-admin"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
-COMPONENTS = ("etcd", "kube-apiserver", "kubectl", "kwok")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok")
 OPTIONAL_COMPONENTS = ("kube-scheduler",)
 
 

@@ -1,8 +1,10 @@
-"""Namespaces in a cluster without kube-controller-manager.
+"""Namespaces that work with or without kube-controller-manager in the sandbox.
 
-Nobody creates the `default` ServiceAccount there, and the ServiceAccount admission plugin
-rejects pods without it, so `ensure_namespace` creates both. Nobody finalizes a deleted
-namespace either, so `delete_namespace` removes its pods and then finalizes it itself.
+Without it nobody creates the `default` ServiceAccount, and the ServiceAccount admission plugin
+rejects pods without it, so `ensure_namespace` creates both (with it, whoever is first wins).
+Without it nobody finalizes a deleted namespace either, so `delete_namespace` removes its pods
+and then finalizes it itself; with it, `finalize=False` leaves that to the namespace controller,
+which also deletes the Deployments, Jobs and the rest that a forced finalize would orphan.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ def ensure_namespace(
     )
 
 
-def delete_namespace(api: client.ApiClient, name: str) -> None:
-    """Deletes the namespace's pods at once (kwok completes their deletion) and the namespace."""
+def delete_namespace(api: client.ApiClient, name: str, finalize: bool = True) -> None:
+    """Deletes the namespace's pods at once (kwok completes their deletion) and the namespace;
+    `finalize` (no namespace controller runs) removes it without waiting for its contents."""
     core = client.CoreV1Api(api)
     try:
         core.delete_collection_namespaced_pod(name, grace_period_seconds=0, _request_timeout=T)
         core.delete_namespace(name, grace_period_seconds=0, _request_timeout=T)
+        if not finalize:
+            return
         ns = core.read_namespace(name, _request_timeout=T)
         ns.spec.finalizers = []
         core.replace_namespace_finalize(name, ns, _request_timeout=T)

@@ -55,7 +55,7 @@ def test_nodes_go_ready_with_their_capacity(kube_api, kube_nodes):
         assert node.status.allocatable["cpu"] == "8"
         assert node.status.allocatable["memory"] == "32Gi"
         assert node.metadata.labels["zone"] == "a"
-        assert not node.spec.taints  # nothing would ever lift a not-ready taint here
+        assert not node.spec.taints  # TaintNodesByCondition is off: no not-ready taint
 
 
 def test_bound_pod_goes_running_and_second_binding_conflicts(
@@ -144,8 +144,9 @@ def test_cli_up_env_down(tmp_path: Path):
         procs = recorded(Path(state) / "pids")
         down = _ballast("down", "--state-dir", state)
     assert down.returncode == 0, down.stderr
-    assert {p.name for p in procs} == {"etcd", "kube-apiserver", "kwok"}
+    assert {p.name for p in procs} == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
     assert not [p.name for p in procs if alive(p)]
+    assert (Path(state) / "logs" / "kube-controller-manager.log").stat().st_size > 0
 
 
 def test_cli_says_when_a_port_is_in_use(tmp_path: Path):
@@ -167,6 +168,7 @@ def test_cli_says_when_a_port_is_in_use(tmp_path: Path):
         ("kube-apiserver", ["--version"], versions.KUBERNETES_VERSION),
         ("kubectl", ["version", "--client"], versions.KUBERNETES_VERSION),
         ("kwok", ["--version"], versions.KWOK_VERSION),
+        ("kube-controller-manager", ["--version"], versions.KUBERNETES_VERSION),
     ],
 )
 def test_built_binaries_report_the_pinned_versions(name, args, version):
