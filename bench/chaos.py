@@ -9,7 +9,10 @@ whole schedule while each fault is injected several times, one after the other:
 - stop-watcher-worker: SIGTERM to one gunicorn worker of a watcher replica (as gunicorn's own
   worker timeout or a max-requests recycle would end it); the master starts another;
 - kill-leader: SIGKILL of the leading scheduler in the middle of a burst of pods;
-- kill-redis-keep / kill-redis-wipe: SIGKILL of Redis, restarted with its data / empty;
+- kill-redis-keep / kill-redis-wipe: SIGKILL of the Redis master, restarted with its data /
+  empty (Sentinel told not to fail over meanwhile: the outage itself is the fault);
+- sentinel-failover: SIGKILL of the Redis master; the Sentinel promotes the replica, the
+  watchers follow it through their redis+sentinel:// URL; the old master returns as a replica;
 - kill-prometheus: SIGKILL of Prometheus, restarted on its data after a pause;
 - restart-apiserver: SIGKILL of kube-apiserver and a restart (watches resume from etcd);
 - slow-prometheus / garbage-prometheus: the proxy in front of Prometheus delays each answer by
@@ -56,6 +59,7 @@ from bench.chaos_check import (
     render,
     scores_resumed,
     seconds_without,
+    seconds_without_writes,
 )
 from bench.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from sandbox import processes
@@ -65,8 +69,11 @@ from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.prometheus import PrometheusServer
-from tests.fixtures.redis import RedisServer
+from tests.fixtures.redis import SENTINEL_DOWN_AFTER_MS, SENTINEL_MASTER, RedisServer, SentinelSet
 from tests.fixtures.watcher import WatcherProcess
+from watcher import defaults as watcher_defaults
+from watcher.keys import Keys
+from watcher.redis_store import client_for
 
 RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
 T = 5.0  # seconds per API request of the harness
@@ -76,6 +83,7 @@ FAULTS = (
     "kill-leader",
     "kill-redis-keep",
     "kill-redis-wipe",
+    "sentinel-failover",
     "kill-prometheus",
     "restart-apiserver",
     "slow-prometheus",
@@ -311,6 +319,7 @@ class Monitor:
                 c.status_5xx += 1
             elif resp.ok and resp.json()["poller"]["leading"]:
                 s["pollers"].append(i)
+        s["store_version"] = c.store_version()
         return s
 
 
@@ -323,7 +332,8 @@ class Chaos:
         self.plane = ControlPlane(self.dir / "sandbox", Ports.free(), True, watch_cache=False)
         self.api: client.ApiClient | None = None
         self.exporter: SyntheticExporter | None = None
-        self.redis: RedisServer | None = None
+        self.store: SentinelSet | None = None  # the watchers' Redis: master, replica, Sentinel
+        self._store_reader: Any = None
         self.prometheus: PrometheusServer | None = None
         self.prom_proxy: FaultProxy | None = None
         self.service: FaultProxy | None = None
@@ -349,14 +359,16 @@ class Chaos:
         for name in self.node_names:
             self.exporter.set(name, cpu=self.rng.uniform(5, 80), memory=self.rng.uniform(10, 70))
         threading.Thread(target=self._drift, daemon=True).start()
-        self.redis = RedisServer(self.dir / "redis").start()
-        self._redis_persistence()
+        self.store = SentinelSet(self.dir / "redis").start()
+        self._store_reader = client_for(self.store.url)
+        for node in (self.store.master, self.store.replica):
+            self._redis_persistence(node)
         self.prometheus = PrometheusServer(self.dir / "prometheus", [self.exporter.target])
         self.prometheus.start()
         self.prom_proxy = FaultProxy([self.prometheus.url], seed=self.cfg.seed).start()
         for i in range(2):
             w = WatcherProcess(
-                self.dir / f"watcher-{i}", self.prom_proxy.url, self.redis.url, **WATCHER_SETTINGS
+                self.dir / f"watcher-{i}", self.prom_proxy.url, self.store.url, **WATCHER_SETTINGS
             )
             self.watchers.append(w.start())
         self.service = FaultProxy([w.url for w in self.watchers]).start()
@@ -387,7 +399,7 @@ class Chaos:
         for proxy in (self.service, self.prom_proxy):
             if proxy is not None:
                 proxy.stop()
-        for server in (self.prometheus, self.redis):
+        for server in (self.prometheus, self.store):
             if server is not None:
                 server.stop()
         if self.exporter is not None:
@@ -408,10 +420,25 @@ class Chaos:
                 assert self.exporter is not None
                 self.exporter.set(name, cpu=values[0], memory=values[1])
 
-    def _redis_persistence(self) -> None:
+    def _redis_persistence(self, node: RedisServer) -> None:
         # An RDB snapshot every second with any change: a SIGKILL loses at most about 1 s.
-        if self.redis is not None and self.redis_persist:
-            self.redis.client().config_set("save", "1 1")
+        if self.redis_persist:
+            node.client().config_set("save", "1 1")
+
+    @property
+    def redis(self) -> RedisServer:
+        """The Redis node the Sentinel names master now."""
+        assert self.store is not None
+        port = self.store.master_port()
+        return next(n for n in (self.store.master, self.store.replica) if n.port == port)
+
+    def store_version(self) -> str | None:
+        """The snapshot version in the store (through the Sentinel), None when unreachable."""
+        try:
+            value = self._store_reader.get(Keys(watcher_defaults.KEY_PREFIX).version)
+        except Exception:  # noqa: BLE001 - any Redis error: no answer this sample
+            return None
+        return value.decode() if value is not None else None
 
     def _leader(self) -> SchedulerProcess | None:
         return next((s for s in self.schedulers if s.role() == "leader"), None)
@@ -492,24 +519,47 @@ class Chaos:
         wait_for(self._leader, timeout=60, what="a scheduler to take over")
 
     def _kill_redis(self, ep: Episode, keep: bool) -> None:
-        assert self.redis is not None and self.redis.proc is not None
+        assert self.store is not None
+        master = self.redis
         ep.killed = "redis"
-        self.redis.proc.kill()
-        self.redis.proc.wait(timeout=10)
-        self.redis.proc = None
-        self.wait(self.cfg.down)
-        if not keep:
-            for f in self.redis.workdir.glob("*.rdb"):
-                f.unlink()
-        self.redis.start()
-        ep.notes["keys_after_restart"] = self.redis.client().dbsize()
-        self._redis_persistence()
+        sentinel = self.store.sentinel()
+        # A Redis outage, not a failover: the Sentinel waits a minute before it acts.
+        sentinel.sentinel_set(SENTINEL_MASTER, "down-after-milliseconds", 60_000)
+        try:
+            master.kill()
+            self.wait(self.cfg.down)
+            if not keep:
+                for f in master.workdir.glob("*.rdb"):
+                    f.unlink()
+            master.start()
+            ep.notes["keys_after_restart"] = master.client().dbsize()
+            self._redis_persistence(master)
+        finally:
+            sentinel.sentinel_set(
+                SENTINEL_MASTER, "down-after-milliseconds", SENTINEL_DOWN_AFTER_MS
+            )
 
     def _fault_kill_redis_keep(self, ep: Episode) -> None:
         self._kill_redis(ep, keep=True)
 
     def _fault_kill_redis_wipe(self, ep: Episode) -> None:
         self._kill_redis(ep, keep=False)
+
+    def _fault_sentinel_failover(self, ep: Episode) -> None:
+        assert self.store is not None
+        old = self.redis
+        new = self.store.replica if old is self.store.master else self.store.master
+        ep.killed = "redis master"
+        killed = time.monotonic()
+        old.kill()
+        wait_for(lambda: self.store.master_port() == new.port, timeout=60, what="a promotion")
+        ep.notes["promoted_after_s"] = round(time.monotonic() - killed, 2)
+        # Restarted as a replica of the new master (the Sentinel would convert it anyway).
+        new.args = ()
+        old.args = ("--replicaof", "127.0.0.1", str(new.port))
+        self.wait(max(0.0, self.cfg.down - (time.monotonic() - killed)))
+        old.start()
+        self._redis_persistence(old)
 
     def _fault_kill_prometheus(self, ep: Episode) -> None:
         assert self.prometheus is not None and self.prometheus.proc is not None
@@ -635,6 +685,7 @@ def summarize(chaos: Chaos, checked: dict[str, Any], started: float, stream_end:
             ),
             "seconds_without_leader": seconds_without(samples, "leaders", ep.start, ep.end),
             "seconds_without_poller": seconds_without(samples, "pollers", ep.start, ep.end),
+            "seconds_without_writes": seconds_without_writes(samples, ep.start, ep.end),
             "seconds_until_load_scores": scores_resumed(samples, ep.start, ep.end),
             "fallback_node_scores": fallback_scores(samples, ep.start, ep.end),
             "max_watcher_snapshot_age": max(
@@ -652,7 +703,8 @@ def summarize(chaos: Chaos, checked: dict[str, Any], started: float, stream_end:
             {"episodes": 0, "pods_created": 0, "bound": 0, "bound_twice": 0, "lost": 0,
              "bound_without_event": 0,
              "unexpected_restarts": 0, "max_seconds_without_leader": 0.0,
-             "max_seconds_without_poller": 0.0, "max_seconds_until_load_scores": 0.0},
+             "max_seconds_without_poller": 0.0, "max_seconds_until_load_scores": 0.0,
+             "max_seconds_without_writes": 0.0, "fallback_node_scores": 0},
         )  # fmt: skip
         agg["episodes"] += 1
         for k in ("pods_created", "bound", "bound_twice", "lost", "bound_without_event"):
@@ -664,6 +716,10 @@ def summarize(chaos: Chaos, checked: dict[str, Any], started: float, stream_end:
         agg["max_seconds_without_poller"] = max(
             agg["max_seconds_without_poller"], fig["seconds_without_poller"]
         )
+        agg["max_seconds_without_writes"] = max(
+            agg["max_seconds_without_writes"], fig["seconds_without_writes"]
+        )
+        agg["fallback_node_scores"] += fig["fallback_node_scores"]
         resumed = fig["seconds_until_load_scores"]
         prev = agg["max_seconds_until_load_scores"]
         agg["max_seconds_until_load_scores"] = (

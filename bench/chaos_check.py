@@ -90,6 +90,21 @@ def seconds_without(samples: list[dict[str, Any]], key: str, start: float, end: 
     return round(sum(SAMPLE_INTERVAL for s in inside if not s[key]), 1)
 
 
+def seconds_without_writes(samples: list[dict[str, Any]], start: float, end: float) -> float:
+    """The longest stretch in [start, end) over which the snapshot version in the store did
+    not change, at the monitor's resolution: one poll interval while all is well."""
+    inside = [s for s in samples if start <= s["t"] < end]
+    if not inside:
+        return 0.0
+    longest, since, last = 0.0, start, inside[0].get("store_version")
+    for s in inside[1:]:
+        version = s.get("store_version")
+        if version is not None and version != last:
+            longest = max(longest, s["t"] - since)
+            since, last = s["t"], version
+    return round(max(longest, inside[-1]["t"] - since), 1)
+
+
 def scores_resumed(samples: list[dict[str, Any]], start: float, end: float) -> float | None:
     """Seconds from the fault until the leader last scored a node from allocation instead of
     load data (0: it never had to; None: still falling back when the episode ended)."""
@@ -121,7 +136,7 @@ def bound_twice(pod: dict[str, Any]) -> bool:
 def render(result: dict[str, Any]) -> str:
     head = (
         f"{'fault':<19}{'n':>3}{'created':>9}{'bound':>7}{'twice':>6}{'lost':>5}"
-        f"{'no leader':>10}{'no poller':>10}{'scores':>8}{'restarts':>9}"
+        f"{'no leader':>10}{'no poller':>10}{'no write':>9}{'scores':>8}{'restarts':>9}"
     )
     lines = [head]
     for fault, a in result["per_fault"].items():
@@ -130,6 +145,7 @@ def render(result: dict[str, Any]) -> str:
             f"{fault:<19}{a['episodes']:>3}{a['pods_created']:>9}{a['bound']:>7}"
             f"{a['bound_twice']:>6}{a['lost']:>5}{a['max_seconds_without_leader']:>9.1f}s"
             f"{a['max_seconds_without_poller']:>9.1f}s"
+            f"{a.get('max_seconds_without_writes', 0.0):>8.1f}s"
             f"{'never' if scores is None else f'{scores:.1f}s':>8}{a['unexpected_restarts']:>9}"
         )
     t = result["totals"]

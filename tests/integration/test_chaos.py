@@ -33,5 +33,9 @@ def test_every_fault_once_under_load(tmp_path):
     assert by_fault["expire-watch"]["relists"] > 0  # the 410 Gone path ran
     assert by_fault["kill-redis-wipe"]["keys_after_restart"] == 0  # the data really went
     assert by_fault["kill-leader"]["seconds_without_leader"] > 0  # the leader really died
+    # The Sentinel promoted the replica and the watchers wrote to it within the episode.
+    failover = by_fault["sentinel-failover"]
+    assert failover["promoted_after_s"] > 0, summary
+    assert failover["seconds_without_writes"] < failover["seconds"], summary
     # Before any fault the leader scores every node from load data.
     assert result["per_fault"]["baseline"]["max_seconds_until_load_scores"] == 0.0, summary
