@@ -40,12 +40,17 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+# A connection each for the cache's twelve watches, the Lease, the evictions and the events.
+POOL = 20
+
+
 def _api(kubeconfig: str | None) -> client.ApiClient:
     cfg = client.Configuration()
     if kubeconfig:
         config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     else:
         config.load_incluster_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = POOL
     return client.ApiClient(cfg)
 
 
