@@ -584,6 +584,43 @@ def document(
     }
 
 
+COLUMNS = (
+    ("node_seconds_over_100", "node-s > 100 %"),
+    ("node_seconds_over_high", f"node-s > {HIGH:.0f} %"),
+    ("hot_nodes_at_end", "hot at end"),
+    ("seconds_until_below_100", "s until < 100 %"),
+    ("seconds_until_cool", f"s until < {HIGH:.0f} %"),
+    ("evictions", "evictions"),
+    ("bounced", "bounced"),
+    ("max_unavailable", "max unavailable"),
+    ("pods_lost", "lost"),
+)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """One table per scenario: medians over seeds (min..max; "never": still hot at the end)."""
+    out = []
+    for scenario, per_c in doc["summary"].items():
+        head = f"| {scenario} | " + " | ".join(label for _, label in COLUMNS) + " |"
+        out += [head, "| --- " * (len(COLUMNS) + 1) + "|"]
+        for c, measures in per_c.items():
+            cells = [_cell(measures.get(m) or {}) for m, _ in COLUMNS]
+            out.append(f"| {c} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _cell(spread: dict[str, Any]) -> str:
+    if spread.get("median") is None:
+        return "never" if spread.get("never") else "-"
+    text = f"{spread['median']:g}"
+    if spread["min"] != spread["max"]:
+        text += f" ({spread['min']:g}..{spread['max']:g})"
+    if spread.get("never"):
+        text += f", never in {spread['never']}"
+    return text
+
+
 # -- the command --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.rebalance", description=__doc__.split("\n\n")[0])
@@ -592,7 +629,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contenders", help=f"comma-separated, of {', '.join(CONTENDERS)}")
     parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
     parser.add_argument("--observe", type=float, help="seconds after the change, every scenario")
+    parser.add_argument("--table", type=Path, help="print a results JSON as markdown and exit")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
     if "descheduler" in contenders:
