@@ -27,8 +27,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 import orjson
+import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -132,6 +134,57 @@ def stream_lines(resp: Any) -> Iterator[bytes]:
                 yield line
     if pending:
         yield pending
+
+
+# The generated client's list_* keyword arguments the reflectors use, as query parameters.
+_QUERY = {
+    "limit": "limit",
+    "_continue": "continue",
+    "watch": "watch",
+    "resource_version": "resourceVersion",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+}
+
+
+class RawList:
+    """A collection's list and watch as plain GETs through the client's connection pool,
+    called as the generated client's list_* methods are (same keyword arguments, the response
+    undecoded; an HTTP error raises ApiException). The generated API classes and their pydantic
+    models are never imported: that import was about half of the scheduler's start-up CPU."""
+
+    def __init__(self, api: client.ApiClient, path: str) -> None:
+        self._api = api
+        self.path = path
+
+    def __call__(
+        self,
+        _preload_content: bool = False,
+        _request_timeout: tuple[float, float] = (CONNECT_TIMEOUT, LIST_TIMEOUT),
+        **params: Any,
+    ) -> Any:
+        query = {
+            _QUERY[k]: ("true" if v else "false") if isinstance(v, bool) else v
+            for k, v in params.items()
+            if v is not None
+        }
+        headers = {**self._api.default_headers, "Accept": "application/json"}
+        token = self._api.configuration.auth_settings().get("BearerToken")  # may rotate
+        if token and token.get("value"):
+            headers[token["key"]] = token["value"]
+        url = self._api.configuration.host + self.path
+        resp = self._api.rest_client.pool_manager.request(
+            "GET",
+            f"{url}?{urlencode(query)}" if query else url,
+            headers=headers,
+            timeout=urllib3.Timeout(connect=_request_timeout[0], read=_request_timeout[1]),
+            preload_content=False,
+        )
+        if not 200 <= resp.status < 300:
+            body = resp.data
+            resp.release_conn()
+            raise ApiException(status=resp.status, reason=f"{resp.reason}: {body[:200]!r}")
+        return resp
 
 
 class Reflector:
@@ -304,37 +357,34 @@ class ClusterCache:
         self.preassigned = 0  # pods of ours that arrived with spec.nodeName already set
         self.gated = 0  # pending pods of ours held back by schedulingGates, as last seen
         self._gated: set[str] = set()
-        core = client.CoreV1Api(api)
-        storage = client.StorageV1Api(api)
-        apps = client.AppsV1Api(api)
         self.node_reflector = Reflector(
-            "nodes", core.list_node, self._replace_nodes, self._node_event
+            "nodes", RawList(api, "/api/v1/nodes"), self._replace_nodes, self._node_event
         )
         self.pod_reflector = Reflector(
-            "pods", core.list_pod_for_all_namespaces, self._replace_pods, self._pod_event
+            "pods", RawList(api, "/api/v1/pods"), self._replace_pods, self._pod_event
         )
         # The objects the constraint plugins read by name. Their lists are not waited for at
         # start: a plugin that needs a kind not yet synced keeps its pod waiting instead.
-        object_lists = {
-            NAMESPACES: core.list_namespace,
-            PVCS: core.list_persistent_volume_claim_for_all_namespaces,
-            PVS: core.list_persistent_volume,
-            STORAGE_CLASSES: storage.list_storage_class,
-            CSI_NODES: storage.list_csi_node,
-            SERVICES: core.list_service_for_all_namespaces,
-            REPLICATION_CONTROLLERS: core.list_replication_controller_for_all_namespaces,
-            REPLICA_SETS: apps.list_replica_set_for_all_namespaces,
-            STATEFUL_SETS: apps.list_stateful_set_for_all_namespaces,
-            PDBS: client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces,
+        object_paths = {
+            NAMESPACES: "/api/v1/namespaces",
+            PVCS: "/api/v1/persistentvolumeclaims",
+            PVS: "/api/v1/persistentvolumes",
+            STORAGE_CLASSES: "/apis/storage.k8s.io/v1/storageclasses",
+            CSI_NODES: "/apis/storage.k8s.io/v1/csinodes",
+            SERVICES: "/api/v1/services",
+            REPLICATION_CONTROLLERS: "/api/v1/replicationcontrollers",
+            REPLICA_SETS: "/apis/apps/v1/replicasets",
+            STATEFUL_SETS: "/apis/apps/v1/statefulsets",
+            PDBS: "/apis/policy/v1/poddisruptionbudgets",
         }
         self.object_reflectors = [
             Reflector(
                 kind,
-                list_fn,
+                RawList(api, path),
                 lambda items, kind=kind: self._replace_objects(kind, items),
                 lambda event, obj, kind=kind: self._object_event(kind, event, obj),
             )
-            for kind, list_fn in object_lists.items()
+            for kind, path in object_paths.items()
         ]
 
     # --- lifecycle ----------------------------------------------------------------------

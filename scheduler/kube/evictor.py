@@ -108,7 +108,6 @@ class Evictor:
         max_backoff: float = MAX_BACKOFF_S,
     ) -> None:
         self._api = api
-        self._core = client.CoreV1Api(api)
         self.instance = instance
         self._finished = finished
         self._attempts = attempts
