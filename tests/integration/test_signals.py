@@ -66,6 +66,7 @@ class Run:
     argv: list[str]
     log: Path
     signals: list[tuple[float, int]]  # (delay after the previous step, signal)
+    group: bool = False  # a SIGINT goes to the whole process group
     proc: subprocess.Popen[bytes] | None = None
     sent_at: float = 0.0
 
@@ -114,7 +115,10 @@ def drive(runs: list[Run]) -> None:
     for at, run, sig in sorted(timeline, key=lambda item: item[0]):
         time.sleep(max(0.0, begin + at - time.monotonic()))
         if run.proc is not None and run.proc.poll() is None:
-            run.proc.send_signal(sig)
+            if sig == signal.SIGINT and run.group:
+                os.killpg(run.proc.pid, sig)  # Ctrl-C in a terminal: every process of the group
+            else:
+                run.proc.send_signal(sig)
             run.sent_at = run.sent_at or time.monotonic()
     for run in runs:
         assert run.proc is not None
@@ -147,7 +151,7 @@ def plan(rng: random.Random, name: str, argv: list[str], log: Path) -> Run:
     signals = [(rng.uniform(0, span), sig)]
     if rng.random() < 0.25:  # an impatient operator: a second signal while it stops
         signals.append((rng.uniform(0, SECOND_SPAN), rng.choice([signal.SIGTERM, signal.SIGINT])))
-    return Run(name, argv, log, signals)
+    return Run(name, argv, log, signals, group=rng.random() < 0.5)
 
 
 def run_all(runs: list[Run]) -> None:
