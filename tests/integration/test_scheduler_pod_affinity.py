@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes import client
+
+from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     create_pods,
     placement,
@@ -48,13 +51,26 @@ def test_replicas_with_anti_affinity_get_a_node_each_and_the_extra_one_waits(
     label = {"ballast-test": namespace}
     nodes = kube_nodes(3, cpu="8", labels=label)
     web = {"app": "web"}
+    # A real Deployment: its ReplicaSet (kube-controller-manager) creates the four replicas. Its
+    # selector is narrower than the rule's, so it does not adopt `plain-web` below.
+    replica = web | {"tier": "replica"}
+    pod = _pod("", label, replica, anti=_term(**web))
+    template = {"metadata": {"labels": replica}, "spec": pod["spec"]}
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": replica}, "template": template},
+    }
     with running(kube_api, CONFIG):
-        create_pods(
-            kube_api, namespace, [_pod(f"web{i}", label, web, anti=_term(**web)) for i in range(4)]
+        client.AppsV1Api(kube_api).create_namespaced_deployment(
+            namespace, deployment, _request_timeout=10
         )
         placed = wait_bound(kube_api, namespace, 3)
         assert sorted(placed.values()) == sorted(nodes)
-        extra = next(n for n in (f"web{i}" for i in range(4)) if n not in placed)
+        extra = wait_for(
+            lambda: next((n for n, node in placement(kube_api, namespace).items() if not node), 0),
+            timeout=15,
+            what="the fourth replica",
+        )
         note = _failed_note(kube_api, namespace, extra)
         assert "3 node(s) didn't match pod anti-affinity rules" in note
         # A pod without rules of its own is kept off them too: the replicas' rules are symmetric.

@@ -122,27 +122,36 @@ def test_equal_priority_never_preempts_and_policy_never_waits(
         assert not events_for(kube_api, namespace, "held", "Preempted")
 
 
-def test_pod_disruption_budget_steers_the_choice(kube_api, kube_nodes, namespace, priority_classes):
+@pytest.mark.parametrize("min_available,allowed,victim_node", [(1, 0, "b"), (0, 1, "a")])
+def test_pod_disruption_budget_steers_the_choice(
+    kube_api, kube_nodes, namespace, priority_classes, min_available, allowed, victim_node
+):
     label = {"ballast-test": namespace}
-    a, b = kube_nodes(2, cpu="1", labels=label)
+    nodes = dict(zip("ab", kube_nodes(2, cpu="1", labels=label), strict=True))
     p1, p2, p10 = (priority_classes(v) for v in (1, 2, 10))
-    guarded = on(pod_body("guarded", cpu="1"), a, p1)
+    guarded = on(pod_body("guarded", cpu="1"), nodes["a"], p1)
     guarded["metadata"]["labels"] = {"app": "db"}
-    # No controller-manager computes its status: disruptionsAllowed stays 0, as for a PDB
-    # whose minAvailable is already met exactly.
     pdb = {
         "metadata": {"name": "db"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "db"}}},
     }
-    client.PolicyV1Api(kube_api).create_namespaced_pod_disruption_budget(
-        namespace, pdb, _request_timeout=T
-    )
-    create_pods(kube_api, namespace, [guarded, on(pod_body("free", cpu="1"), b, p2)])
+    policy = client.PolicyV1Api(kube_api)
+    policy.create_namespaced_pod_disruption_budget(namespace, pdb, _request_timeout=T)
+    create_pods(kube_api, namespace, [guarded, on(pod_body("free", cpu="1"), nodes["b"], p2)])
+
+    def computed():
+        status = policy.read_namespaced_pod_disruption_budget("db", namespace).status
+        return status if status and status.current_healthy == 1 else None
+
+    # The disruption controller's own figure, as preemption reads it in a real cluster.
+    status = wait_for(computed, timeout=30, what="the disruption controller's PDB status")
+    assert status.disruptions_allowed == allowed
     with running(kube_api):
         create_pods(kube_api, namespace, [pending("hi", p10, "1", label)])
-        # Without the PDB, a's priority-1 pod would be the cheaper victim.
-        assert wait_node(kube_api, namespace, "hi") == b
-        assert placement(kube_api, namespace)["guarded"] == a
+        # a's priority-1 pod is the cheaper victim unless its budget allows no disruption.
+        assert wait_node(kube_api, namespace, "hi") == nodes[victim_node]
+        left = placement(kube_api, namespace)
+        assert ("guarded" in left) == (victim_node == "b")
 
 
 def _manual_node(kube_api, name: str, label: dict) -> None:

@@ -1,10 +1,11 @@
 """The volume plugins on the real apiserver with the Ballast runtime.
 
-The sandbox runs no controller-manager: no PV controller binds claims and no provisioner
-creates volumes. A bound claim is therefore made as the PV controller leaves it (spec.volumeName,
-the bind-completed annotation, a PV whose claimRef points back), and a static PV is marked
-Available through its status. What these tests see is the scheduler's side only: where pods go,
-which stay pending with which FailedScheduling text, what it writes on claims and volumes.
+The sandbox's kube-controller-manager runs the PV controller, but no provisioner creates
+volumes. A bound claim is made as the PV controller leaves it (spec.volumeName, the
+bind-completed annotation, a PV whose claimRef points back), and a static PV is marked Available
+through its status at once rather than when the controller gets to it. What these tests see is
+the scheduler's side: where pods go, which stay pending with which FailedScheduling text, what
+it writes on claims and volumes.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ PROFILE = {
 
 class Storage:
     """Creates claims, volumes, classes and CSINodes; removes the cluster-scoped ones (and
-    their protection finalizers, which only the absent controller-manager would lift)."""
+    their protection finalizers, so the removal does not wait for the protection controllers)."""
 
     def __init__(self, api: client.ApiClient, namespace: str) -> None:
         self.api, self.ns = api, namespace
@@ -79,6 +80,7 @@ class Storage:
         sc: str = "",
         available: bool = False,
         modes: tuple[str, ...] = ("ReadWriteOnce",),
+        claim_uid: str = "",
     ) -> str:
         name = f"{self.ns}-{name}"
         spec: dict[str, Any] = {
@@ -89,6 +91,8 @@ class Storage:
         }
         if claim:
             spec["claimRef"] = {"namespace": self.ns, "name": claim}
+            if claim_uid:
+                spec["claimRef"]["uid"] = claim_uid
         if zone:
             term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
             spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
@@ -96,14 +100,14 @@ class Storage:
         body = {"metadata": {"name": name, "labels": labels}, "spec": spec}
         self.core.create_persistent_volume(body, _request_timeout=T)
         self.created.append(("pv", name))
-        if available:  # the PV controller's job; nobody else does it here
+        if available:  # the PV controller's job, done here so the test need not wait for it
             status = {"status": {"phase": "Available"}}
             self.core.patch_persistent_volume_status(name, status, _request_timeout=T)
         return name
 
     def claim(
         self, name: str, sc: str = "", volume: str = "", modes: tuple[str, ...] = ("ReadWriteOnce",)
-    ) -> None:
+    ) -> str:
         spec: dict[str, Any] = {
             "accessModes": list(modes),
             "resources": {"requests": {"storage": "1Gi"}},
@@ -114,10 +118,16 @@ class Storage:
             spec["volumeName"] = volume
             meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
         body = {"metadata": meta, "spec": spec}
-        self.core.create_namespaced_persistent_volume_claim(self.ns, body, _request_timeout=T)
+        made = self.core.create_namespaced_persistent_volume_claim(
+            self.ns, body, _request_timeout=T
+        )
+        return made.metadata.uid
 
     def bound_claim(self, name: str, zone: str | None = None, modes=("ReadWriteOnce",)) -> None:
-        self.claim(name, volume=self.volume(name, name, zone, modes=modes), modes=modes)
+        # The claim first, so the volume's claimRef carries its uid as the PV controller leaves
+        # it: a claimRef without one races the controller, which may mark the claim Lost.
+        uid = self.claim(name, volume=f"{self.ns}-{name}", modes=modes)
+        self.volume(name, name, zone, modes=modes, claim_uid=uid)
 
     def csi_node(self, node: str, count: int) -> None:
         drivers = [{"name": DRIVER, "nodeID": node, "allocatable": {"count": count}}]
@@ -296,9 +306,10 @@ def test_wait_for_first_consumer_selected_node_and_static_pv(kube_api, namespace
     assert nodes[placed["maker"]] == zone_c  # the class's allowedTopologies
     claim = storage.read_claim("dynamic")
     assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == placed["maker"]
-    # Written before the binding: etcd revisions of one apiserver are ordered.
+    # Written before the binding: etcd revisions of one apiserver are ordered. (The PV
+    # controller may annotate the claim again afterwards, so its current version says nothing.)
     bound_at = binding_version(kube_api, namespace, "maker", since)
-    assert int(claim["metadata"]["resourceVersion"]) < bound_at
+    assert selected_version(kube_api, namespace, "dynamic", since) < bound_at
 
     assert nodes[placed["user"]] == zone_a  # the only PV that fits is in zone a
     pv = storage.read_volume(static_pv)
@@ -317,23 +328,54 @@ def pods_version(api: client.ApiClient, namespace: str) -> str:
     return json.loads(resp.data)["metadata"]["resourceVersion"]
 
 
-def binding_version(api: client.ApiClient, namespace: str, pod: str, since: str) -> int:
-    """The etcd revision at which the pod got its node, replayed by a watch from `since`."""
-    resp = client.CoreV1Api(api).list_namespaced_pod(
+def first_version(list_call, namespace: str, name: str, since: str, test) -> int | None:
+    """The etcd revision of the first change to `name` since `since` that passes `test`,
+    replayed by a watch."""
+    resp = list_call(
         namespace,
         watch=True,
         resource_version=since,
         timeout_seconds=5,
-        field_selector=f"metadata.name={pod}",
+        field_selector=f"metadata.name={name}",
         _preload_content=False,
         _request_timeout=(T, 10),
     )
     try:
         for line in iter_resp_lines(resp):
-            event = json.loads(line)
-            obj = event.get("object") or {}
-            if (obj.get("spec") or {}).get("nodeName"):
+            obj = json.loads(line).get("object") or {}
+            if test(obj):
                 return int(obj["metadata"]["resourceVersion"])
     finally:
         resp.release_conn()
-    raise AssertionError(f"no watch event shows {pod} bound; pods: {list(pods(api, namespace))}")
+    return None
+
+
+def binding_version(api: client.ApiClient, namespace: str, pod: str, since: str) -> int:
+    """The etcd revision at which the pod got its node."""
+    core = client.CoreV1Api(api)
+    found = first_version(
+        core.list_namespaced_pod,
+        namespace,
+        pod,
+        since,
+        lambda o: (o.get("spec") or {}).get("nodeName"),
+    )
+    if found is None:
+        raise AssertionError(
+            f"no watch event shows {pod} bound; pods: {list(pods(api, namespace))}"
+        )
+    return found
+
+
+def selected_version(api: client.ApiClient, namespace: str, claim: str, since: str) -> int:
+    """The etcd revision at which the claim got the selected-node annotation."""
+
+    def selected(obj: dict) -> bool:
+        return "volume.kubernetes.io/selected-node" in (obj["metadata"].get("annotations") or {})
+
+    core = client.CoreV1Api(api)
+    found = first_version(
+        core.list_namespaced_persistent_volume_claim, namespace, claim, since, selected
+    )
+    assert found is not None, f"no watch event shows {claim} with a selected node"
+    return found
