@@ -11,6 +11,7 @@ import yaml
 
 from sandbox import build, chart
 from sandbox.namespaces import delete_namespace, ensure_namespace
+from scheduler.rebalancer import settings
 
 NAMESPACE = "ballast-rebalancer-rbac"
 WHO = f"system:serviceaccount:{NAMESPACE}:ballast-rebalancer"
@@ -93,3 +94,20 @@ def test_the_rebalancer_may_what_it_needs(sandbox, applied):
 def test_the_rebalancer_may_nothing_else(sandbox, applied):
     allowed = [c for c in DENIED if can_i(sandbox, *c) != "no"]
     assert allowed == []
+
+
+def test_the_chart_renders_a_config_the_rebalancer_loads():
+    rendered = chart.template(
+        namespace=NAMESPACE,
+        extra=[
+            "--set=rebalancer.enabled=true",
+            "--set=rebalancer.dryRun=true",
+            "--show-only=templates/rebalancer.yaml",
+        ],
+    )
+    cm = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "ConfigMap")
+    cfg = settings.parse(yaml.safe_load(cm["data"]["rebalancer-config.yaml"]))
+    assert cfg.rebalancer.dry_run and cfg.rebalancer.lease_name == "ballast-rebalancer"
+    assert cfg.rebalancer.profile == "ballast"
+    assert cfg.scheduler.leader_election.resource_namespace == NAMESPACE
+    assert cfg.scheduler.watcher_address.startswith("http://ballast-watcher.")
