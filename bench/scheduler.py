@@ -143,13 +143,19 @@ class Contender:
         return process_rss_peak_mb(self.pid) if self.pid else None
 
 
-class BindTracker:
-    """Watches one namespace and notes when each pod first shows a node."""
+class PodWatch:
+    """A watch on the pods of one namespace (or of all, `namespace=None`) on its own thread,
+    resumed from the last version seen; `handle` gets each event's decoded object."""
 
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
-        self.bound: dict[str, float] = {}
+    def __init__(
+        self,
+        api: client.ApiClient,
+        namespace: str | None,
+        handle: Callable[[dict[str, Any]], None],
+    ) -> None:
         self._core = client.CoreV1Api(api)
         self._ns = namespace
+        self._handle = handle
         self._stop = threading.Event()
         self._resp: Any = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -164,34 +170,49 @@ class BindTracker:
         interrupt(self._resp)
         self._thread.join(5)
 
+    def _list(self, **kwargs: Any) -> Any:
+        if self._ns is None:
+            return self._core.list_pod_for_all_namespaces(_preload_content=False, **kwargs)
+        return self._core.list_namespaced_pod(self._ns, _preload_content=False, **kwargs)
+
     def _run(self) -> None:
-        rv = json.loads(
-            self._core.list_namespaced_pod(
-                self._ns, _preload_content=False, _request_timeout=T
-            ).data
-        )["metadata"]["resourceVersion"]
+        rv = json.loads(self._list(limit=1, _request_timeout=T).data)["metadata"]["resourceVersion"]
         while not self._stop.is_set():
             try:
-                self._resp = self._core.list_namespaced_pod(
-                    self._ns,
+                self._resp = self._list(
                     watch=True,
                     resource_version=rv,
                     timeout_seconds=600,
-                    _preload_content=False,
                     _request_timeout=(5, 660),
                 )
                 self._started.set()
                 for line in iter_resp_lines(self._resp):
-                    ev = json.loads(line)
-                    obj = ev.get("object") or {}
+                    obj = json.loads(line).get("object") or {}
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    name = (obj.get("metadata") or {}).get("name")
-                    if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
-                        self.bound[name] = time.monotonic()
+                    self._handle(obj)
             except Exception:  # noqa: BLE001 - reconnect from the last version
                 if self._stop.is_set():
                     return
                 time.sleep(0.2)
+
+
+class BindTracker:
+    """Watches one namespace and notes when each pod first shows a node."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.bound: dict[str, float] = {}
+        self._watch = PodWatch(api, namespace, self._seen)
+
+    def start(self) -> None:
+        self._watch.start()
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+    def _seen(self, obj: dict[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name")
+        if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
+            self.bound[name] = time.monotonic()
 
 
 class RawBinder:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import statistics
 import sys
@@ -51,20 +52,19 @@ from typing import Any
 import urllib3
 import yaml
 from kubernetes import client
-from kubernetes.watch.watch import iter_resp_lines
 
 from bench.scheduler import (
     RESULTS,
     THREADS,
     Contender,
     PodMaker,
+    PodWatch,
     start_ballast,
     start_kube_scheduler,
     start_sandbox,
 )
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
-from scheduler.backend.cache import interrupt
 from scheduler.kube import kubeapi
 
 T = (5.0, 30.0)
@@ -328,53 +328,6 @@ def _must(answer: kubeapi.Answer) -> None:
 # ---- watching, binding, creating ----------------------------------------------------------
 
 
-class Watch:
-    """A watch on pods of every namespace on its own thread; `handle` gets each decoded object."""
-
-    def __init__(self, api: client.ApiClient, handle: Callable[[dict[str, Any]], None]) -> None:
-        self._core = client.CoreV1Api(api)
-        self._handle = handle
-        self._stop = threading.Event()
-        self._resp: Any = None
-        self._started = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-        if not self._started.wait(30):
-            raise TimeoutError("pod watch did not start")
-
-    def stop(self) -> None:
-        self._stop.set()
-        interrupt(self._resp)
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        rv = json.loads(
-            self._core.list_pod_for_all_namespaces(
-                _preload_content=False, _request_timeout=T, limit=1
-            ).data
-        )["metadata"]["resourceVersion"]
-        while not self._stop.is_set():
-            try:
-                self._resp = self._core.list_pod_for_all_namespaces(
-                    watch=True,
-                    resource_version=rv,
-                    timeout_seconds=1800,
-                    _preload_content=False,
-                    _request_timeout=(5, 1860),
-                )
-                self._started.set()
-                for line in iter_resp_lines(self._resp):
-                    obj = json.loads(line).get("object") or {}
-                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    self._handle(obj)
-            except Exception:  # noqa: BLE001 - reconnect from the last version seen
-                if self._stop.is_set():
-                    return
-                time.sleep(0.2)
-
-
 class Tracker:
     """When each pod (namespace/name) was created (by the bench) and first showed a node."""
 
@@ -399,7 +352,7 @@ class RawBinder:
         self._next = 0
         self._pool = ThreadPoolExecutor(THREADS)
         self._seen: set[str] = set()
-        self._watch = Watch(api, self._handle)
+        self._watch = PodWatch(api, None, self._handle)
 
     def start(self) -> Contender:
         self._watch.start()
@@ -509,7 +462,7 @@ def throughput(tracker: Tracker, keys: list[str]) -> dict[str, Any]:
         "pods_per_second_p50": round(statistics.median(samples), 1),
         "pods_per_second_mean": round(len(bound) / seconds, 1) if seconds > 0 else None,
         "latency_p50_s": round(statistics.median(latencies), 3),
-        "latency_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "latency_p99_s": round(latencies[math.ceil(0.99 * len(latencies)) - 1], 3),  # nearest rank
     }
 
 
@@ -530,7 +483,7 @@ def run_contender(
     (see `preempt_one_by_one`)."""
     scheduler = SCHEDULER_NAMES[name]
     tracker = Tracker()
-    watch = Watch(api, tracker.handle)
+    watch = PodWatch(api, None, tracker.handle)
     watch.start()
     began = time.monotonic()
     contender = start()
