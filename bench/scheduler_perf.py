@@ -734,6 +734,45 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(report: dict[str, Any]) -> str:
+    """Per workload and contender the medians, then Ballast / kube-scheduler per figure."""
+    lines = [
+        "| workload | contender | pods/s (p50) | latency p50 / p99 s | CPU ms/pod measured / "
+        "whole run | start-up CPU s | peak RSS MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for w in report["workloads"]:
+        for name, m in w["medians"].items():
+            lines.append(
+                f"| {w['case']} | {name} | {_fmt(m.get('pods_per_second'))} | "
+                f"{_fmt(m.get('latency_p50_s'), 2)} / {_fmt(m.get('latency_p99_s'), 2)} | "
+                f"{_fmt(m.get('cpu_ms_per_pod_measured'), 2)} / "
+                f"{_fmt(m.get('cpu_ms_per_pod_whole_run'), 2)} | "
+                f"{_fmt(m.get('cpu_startup_s'), 2)} | {_fmt(m.get('rss_peak_mb'), 0)} |"
+            )
+    figures = [f for f, _, _ in GOALS] + ["pods_per_second_vs_raw_bind"]
+    lines += [
+        "",
+        "| workload | " + " | ".join(figures) + " |",
+        "|---|" + "---|" * len(figures),
+    ]
+    for w in report["workloads"]:
+        cells = []
+        for f in figures:
+            r = w["ratios"].get(f)
+            if r is None:
+                cells.append("-")
+            else:
+                mark = "" if "met" not in r else (" ok" if r["met"] else " **missed**")
+                cells.append(f"{r['ratio']:.2f}x{mark}")
+        lines.append(f"| {w['case']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=("quick", "full"), default="full")
@@ -751,7 +790,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--upstream", type=Path, default=None, help="scheduler_perf folder")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--table",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="print the markdown table of a results file and redraw its plot; runs nothing",
+    )
     args = parser.parse_args(argv)
+    if args.table is not None:
+        report = json.loads(args.table.read_text())
+        print(table(report))
+        plot(report, args.table.with_suffix(".png"))
+        return 0
     try:
         upstream = find_upstream(args.upstream)
     except UpstreamNotFound as exc:
