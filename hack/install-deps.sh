@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Ballast's tests and demo run for real: redis-server, redis-sentinel and
-# prometheus (the real parts behind the tests) and chromium for the dashboard's browser test.
+# Installs the Debian packages Ballast's tests and demo run for real: redis-server,
+# redis-sentinel and prometheus (the real parts behind the tests) and chromium for the
+# dashboard's browser test.
 # Only what is missing is installed, so a second run costs nothing.
 set -euo pipefail
 need=()
