@@ -597,6 +597,25 @@ COLUMNS = (
 )
 
 
+def merge(paths: list[Path], out: Path) -> int:
+    """Several runs' JSONs (one scenario each, run as separate jobs) as one, with the plots."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    runs = [run for part in parts for run in part["runs"]]
+    doc = parts[0]
+    doc["runs"] = runs
+    doc["summary"] = summarize(runs)
+    doc["seconds"] = sum(part["seconds"] for part in parts)
+    for part in parts[1:]:
+        doc["setup"]["scenarios"].update(part["setup"]["scenarios"])
+        doc["setup"]["observe_seconds"].update(part["setup"]["observe_seconds"])
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    from bench.rebalance_plots import plot_all
+
+    for path in plot_all(doc, out.parent, prefix=out.stem):
+        print(f"plot: {path}")
+    return 0
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """One table per scenario: medians over seeds (min..max; "never": still hot at the end)."""
     out = []
@@ -630,10 +649,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
     parser.add_argument("--observe", type=float, help="seconds after the change, every scenario")
     parser.add_argument("--table", type=Path, help="print a results JSON as markdown and exit")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", help="join the runs of results JSONs into --out"
+    )
     args = parser.parse_args(argv)
     if args.table:
         print(markdown(json.loads(args.table.read_text())))
         return 0
+    if args.merge:
+        return merge(args.merge, args.out)
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
     if "descheduler" in contenders:
