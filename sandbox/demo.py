@@ -1,14 +1,17 @@
 """`ballast demo [--keep-running]`: the whole system on this machine, end to end.
 
-Starts the sandbox (eight kwok nodes of mixed sizes), Redis, a load simulator feeding a real
-Prometheus, the watcher and the scheduler; submits about forty pods (sandbox.demo_workload);
-prints where they went with each node's load over the window, staleness and winning score, and
-the FailedScheduling reason of the pod that fits nowhere. Then it stops everything it started.
+Starts the sandbox (eight kwok nodes of mixed sizes, kube-controller-manager), Redis, a load
+simulator feeding a real Prometheus, the watcher and the scheduler; creates six Deployments and a
+PodDisruptionBudget (sandbox.demo_workload), waits for each to become available through Ballast
+and prints where its replicas went; scales one up and shows the new replicas placed by load;
+prints each node's load over the window, staleness and winning score, and the FailedScheduling
+reason of the pod that fits nowhere. Then it stops everything it started.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -122,6 +125,7 @@ class Demo:
             Ports.free(),
             die_with_parent=True,
             metrics_server=source == "metrics-server",
+            controllers=True,
         )
         self.stack = Stack(state / "services")
         self.api: client.ApiClient | None = None
@@ -134,7 +138,10 @@ class Demo:
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
         count = len(workload.NODES)
-        t = step(f"starting the sandbox with {count} nodes (etcd, kube-apiserver, kwok)")
+        t = step(
+            f"starting the sandbox with {count} nodes (etcd, kube-apiserver, kwok, "
+            "kube-controller-manager)"
+        )
         self.plane.start(workload.NODES)
         self.api = self.plane.api_client()
         sizes = ", ".join(f"{n.name} {n.cpu}c/{n.memory}" for n in workload.NODES)
@@ -215,48 +222,102 @@ class Demo:
 
     # -- the workload ----------------------------------------------------------------------
     def submit_and_report(self) -> bool:
-        core = client.CoreV1Api(self.api)
         ensure_namespace(self.api, workload.NAMESPACE)
+        apps = client.AppsV1Api(self.api)
+        replicas = sum(g.replicas for g in workload.GROUPS)
         say()
         say(
-            f"submitting {workload.total_pods()} pods in {len(workload.GROUPS)} groups to "
-            f"namespace {workload.NAMESPACE}. No controller manager runs in the sandbox, so the "
-            "demo creates each group's pods itself, named like a Deployment's (web-0, web-1, ...)."
+            f"creating {len(workload.GROUPS)} Deployments ({replicas} replicas) in namespace "
+            f"{workload.NAMESPACE}, one at a time: their ReplicaSets create the pods, Ballast "
+            f"places those whose template says schedulerName {workload.SCHEDULER_NAME}."
         )
         started = time.monotonic()
         for group in workload.GROUPS:
             t = time.monotonic()
-            for body in group.pods():
-                core.create_namespaced_pod(workload.NAMESPACE, body, _request_timeout=T)
+            apps.create_namespaced_deployment(
+                workload.NAMESPACE, group.deployment(), _request_timeout=T
+            )
+            head = f"  {group.name:<7} {group.replicas:>2} replicas, {group.note}"
             if group.scheduler is None:
-                say(
-                    f"  {group.name:<7} {group.replicas:>2} pods, {group.note}: left to the "
-                    "default scheduler (none runs here), so they stay Pending"
-                )
+                say(f"{head}: left to the default scheduler (none runs here): Pending")
                 continue
-            if group.name == "huge":
+            if group.name == workload.UNPLACEABLE:
                 reason = self._wait(self._failed_reason, BIND_TIMEOUT, "a FailedScheduling event")
-                say(f"  {group.name:<7} {group.replicas:>2} pod,  {group.note}: {reason}")
+                say(f"{head}: {reason}")
                 continue
-            placed = self._wait(
-                lambda g=group: self._bound(g), BIND_TIMEOUT, f"the {group.name} pods to be bound"
-            )
-            spread = ", ".join(f"{n} x{c}" for n, c in sorted(Counter(placed.values()).items()))
-            say(
-                f"  {group.name:<7} {group.replicas:>2} pods, {group.note}: bound in "
-                f"{time.monotonic() - t:.1f} s -> {spread}"
-            )
+            self._wait_available(group.name, group.replicas)
+            say(f"{head}: available in {time.monotonic() - t:.1f} s -> {self._spread(group.name)}")
+            if group.name == workload.PDB[0]:
+                self._guard_with_pdb()
             time.sleep(PAUSE_BETWEEN_GROUPS)  # lets the simulator's load rise before the next
         self.bound_seconds = time.monotonic() - started
         say(f"\nletting the load settle for {SETTLE_SECONDS:.0f} s ...")
         time.sleep(SETTLE_SECONDS)
+        self.scale_up()
         self.show_profiles()
         return self.report()
 
-    def _bound(self, group: workload.Group) -> dict[str, str] | None:
-        pods = self._pods(f"{workload.GROUP_LABEL}={group.name}")
-        placed = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
-        return placed if len(placed) == group.replicas else None
+    def _wait_available(self, name: str, replicas: int) -> None:
+        apps = client.AppsV1Api(self.api)
+
+        def available() -> bool:
+            status = apps.read_namespaced_deployment(
+                name, workload.NAMESPACE, _request_timeout=T
+            ).status
+            return status.available_replicas == replicas and status.updated_replicas == replicas
+
+        self._wait(available, BIND_TIMEOUT, f"Deployment {name} to have {replicas} available")
+
+    def _placement(self, app: str) -> dict[str, str]:
+        """Pod name -> node of the Deployment's bound, not deleted pods."""
+        pods = self._pods(f"{workload.GROUP_LABEL}={app}")
+        return {
+            p.metadata.name: p.spec.node_name
+            for p in pods
+            if p.spec.node_name and p.metadata.deletion_timestamp is None
+        }
+
+    def _spread(self, app: str) -> str:
+        counts = Counter(self._placement(app).values())
+        return ", ".join(f"{n} x{c}" for n, c in sorted(counts.items()))
+
+    def _guard_with_pdb(self) -> None:
+        name, min_available = workload.PDB
+        policy = client.PolicyV1Api(self.api)
+        policy.create_namespaced_pod_disruption_budget(
+            workload.NAMESPACE, workload.pdb_body(), _request_timeout=T
+        )
+
+        def filled():
+            pdb = policy.read_namespaced_pod_disruption_budget(
+                name, workload.NAMESPACE, _request_timeout=T
+            )
+            return pdb.status if pdb.status and pdb.status.observed_generation else None
+
+        status = self._wait(filled, BIND_TIMEOUT, "the disruption controller to fill the PDB")
+        say(
+            f"          PodDisruptionBudget {name} (minAvailable {min_available}): the disruption "
+            f"controller counts {status.current_healthy} healthy, allows "
+            f"{status.disruptions_allowed} disruption(s)"
+        )
+
+    def scale_up(self) -> None:
+        name, extra = workload.SCALE_UP
+        before = self._placement(name)
+        target = len(before) + extra
+        nodes_doc = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
+        client.AppsV1Api(self.api).patch_namespaced_deployment_scale(
+            name, workload.NAMESPACE, {"spec": {"replicas": target}}, _request_timeout=T
+        )
+        t = time.monotonic()
+        self._wait_available(name, target)
+        new = Counter(n for p, n in self._placement(name).items() if p not in before)
+        say(
+            f"\nscaled {name} from {len(before)} to {target} replicas: available in "
+            f"{time.monotonic() - t:.1f} s; where the {extra} new ones went, against each node's "
+            "CPU just before (the watcher's latest):"
+        )
+        say(render_scale_up(workload.NODES, nodes_doc, new))
 
     def _pods(self, selector: str = "") -> list:
         core = client.CoreV1Api(self.api)
@@ -264,14 +325,19 @@ class Demo:
             workload.NAMESPACE, label_selector=selector, _request_timeout=T
         ).items
 
-    def _events(self) -> list:
-        events = client.EventsV1Api(self.api)
-        return events.list_namespaced_event(workload.NAMESPACE, _request_timeout=T).items
+    def _events(self) -> list[dict]:
+        # Raw JSON: the controllers' events have no eventTime, which the client's model refuses.
+        resp = client.EventsV1Api(self.api).list_namespaced_event(
+            workload.NAMESPACE, _preload_content=False, _request_timeout=T
+        )
+        return json.loads(resp.data)["items"]
 
     def _failed_reason(self) -> str | None:
         for ev in self._events():
-            if ev.reason == "FailedScheduling" and ev.regarding.name.startswith("huge-"):
-                return f'FailedScheduling "{ev.note}"'
+            pod = ev.get("regarding", {}).get("name", "")
+            huge = pod.startswith(f"{workload.UNPLACEABLE}-")
+            if ev.get("reason") == "FailedScheduling" and huge:
+                return f'FailedScheduling "{ev.get("note")}"'
         return None
 
     def scheduler_metrics(self) -> dict[str, float]:
@@ -331,8 +397,9 @@ class Demo:
         where = {p.metadata.name: p.spec.node_name for p in pods}
         won: dict[str, list[int]] = defaultdict(list)
         for ev in self._events():
-            match = SCORE_IN_NOTE.search(ev.note or "") if ev.reason == "Scheduled" else None
-            node = where.get(ev.regarding.name)
+            scheduled = ev.get("reason") == "Scheduled"
+            match = SCORE_IN_NOTE.search(ev.get("note") or "") if scheduled else None
+            node = where.get(ev.get("regarding", {}).get("name"))
             if match and node:
                 won[node].append(int(match.group(1)))
         per_node = Counter(p.spec.node_name for p in pods if p.spec.node_name)
@@ -348,11 +415,13 @@ class Demo:
         unplaced = [p.metadata.name for p in ballast_pods if not p.spec.node_name]
         others = [p for p in pods if p.spec.scheduler_name != workload.SCHEDULER_NAME]
         reason = self._failed_reason() or "no FailedScheduling event"
-        expected_unplaced = [f"huge-{i}" for i in range(1)]
+        huge = f"{workload.UNPLACEABLE}-"
+        expected = len(unplaced) == 1 and unplaced[0].startswith(huge)
         say()
         say("summary")
         say(
-            f"  {len(pods)} pods submitted; {len(placed)}/{len(ballast_pods)} with "
+            f"  {len(pods)} pods in {len(workload.GROUPS)} Deployments; "
+            f"{len(placed)}/{len(ballast_pods)} with "
             f"schedulerName {workload.SCHEDULER_NAME} placed in {self.bound_seconds:.1f} s "
             f"(groups {PAUSE_BETWEEN_GROUPS:.0f} s apart)"
         )
@@ -369,10 +438,31 @@ class Demo:
         say(f"  nodes scored from allocation instead of load data: {fallbacks:.0f} times")
         busy = ", ".join(f"{n} {c:.0f}%" for n, (c, _) in workload.BUSY_NODES.items())
         say(f"  busy before the workload (background CPU): {busy}")
-        ok = sorted(unplaced) == expected_unplaced and all(not p.spec.node_name for p in others)
+        ok = expected and all(not p.spec.node_name for p in others)
         verdict = "OK" if ok else f"UNEXPECTED placement, see the logs in {self.state}"
         say(f"  result: {verdict}")
         return ok
+
+
+def render_scale_up(nodes: list, loads: dict, new: dict[str, int]) -> str:
+    """Per node, idlest first: its CPU before the scale-up and the new replicas it got."""
+
+    def cpu(name: str) -> dict:
+        return ((loads.get(name) or {}).get("metrics") or {}).get("cpu") or {}
+
+    def key(spec) -> tuple[float, str]:
+        latest = cpu(spec.name).get("latest")
+        return (latest if isinstance(latest, (int, float)) else float("inf"), spec.name)
+
+    lines = []
+    for spec in sorted(nodes, key=key):
+        got = new.get(spec.name, 0)
+        size = f"{spec.cpu}c/{spec.memory}"
+        added = f"+{got}" if got else "-"
+        lines.append(
+            f"  {spec.name:<9} {size:<9} CPU {_pct(cpu(spec.name), 'latest')} %  {added:>3}"
+        )
+    return "\n".join(lines)
 
 
 def _pct(stats: dict | None, key: str) -> str:

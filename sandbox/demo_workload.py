@@ -1,8 +1,9 @@
-"""What `ballast demo` runs: eight nodes of mixed sizes and about forty pods in five groups.
+"""What `ballast demo` runs: eight nodes of mixed sizes and six Deployments (about forty pods).
 
-No kube-controller-manager runs in the sandbox, so a Deployment object would never get pods.
-The demo therefore creates the pods itself, named and labelled like a Deployment's
-(`web-0`, `web-1`, ... with `app: web`), and owned by nothing.
+kube-controller-manager runs in the demo's sandbox, so these are real Deployments: their
+ReplicaSets create the pods (named `web-<hash>-<suffix>`), Ballast places the ones whose template
+says `schedulerName: ballast`, kwok runs them, and the disruption controller keeps the status of
+the PodDisruptionBudget on `web` current.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ BUSY_NODES = {"medium-2": (75.0, 40.0), "large-2": (55.0, 30.0)}
 
 @dataclass(frozen=True)
 class Group:
-    """Pods that a Deployment would own: same template, numbered names."""
+    """One Deployment: its pod template's requests and scheduler."""
 
     name: str
     replicas: int
@@ -41,8 +42,8 @@ class Group:
     scheduler: str | None = SCHEDULER_NAME  # None: the default scheduler
     note: str = ""
 
-    def pods(self, namespace: str = NAMESPACE) -> list[dict]:
-        return [pod_body(self, i, namespace) for i in range(self.replicas)]
+    def deployment(self, namespace: str = NAMESPACE) -> dict:
+        return deployment_body(self, namespace)
 
 
 GROUPS = [
@@ -53,9 +54,14 @@ GROUPS = [
     Group("legacy", 3, "100m", "128Mi", scheduler=None, note="no schedulerName"),
     Group("huge", 1, "64", "8Gi", note="requests 64 CPUs: fits nowhere"),
 ]
+# The one PodDisruptionBudget: at most two web pods down at a time.
+PDB = ("web", 10)  # (Deployment, minAvailable)
+# After the groups: this Deployment is scaled up by this many replicas, placed by load.
+SCALE_UP = ("web", 6)
+UNPLACEABLE = "huge"
 
 
-def pod_body(group: Group, index: int, namespace: str = NAMESPACE) -> dict:
+def deployment_body(group: Group, namespace: str = NAMESPACE) -> dict:
     container: dict = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
     if group.cpu or group.memory:
         requests = {k: v for k, v in (("cpu", group.cpu), ("memory", group.memory)) if v}
@@ -63,17 +69,29 @@ def pod_body(group: Group, index: int, namespace: str = NAMESPACE) -> dict:
     spec: dict = {"containers": [container], "terminationGracePeriodSeconds": 0}
     if group.scheduler:
         spec["schedulerName"] = group.scheduler
+    labels = {GROUP_LABEL: group.name}
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{group.name}-{index}",
-            "namespace": namespace,
-            "labels": {GROUP_LABEL: group.name, "ballast.demo/group": group.name},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": group.name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": group.replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
         },
-        "spec": spec,
+    }
+
+
+def pdb_body(namespace: str = NAMESPACE) -> dict:
+    name, min_available = PDB
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {GROUP_LABEL: name}}},
     }
 
 
 def total_pods() -> int:
-    return sum(g.replicas for g in GROUPS)
+    """Pods once every Deployment is created and scaled."""
+    return sum(g.replicas for g in GROUPS) + SCALE_UP[1]

@@ -1,4 +1,5 @@
-"""`ballast demo` end to end, as `make demo` runs it: exit 0, the table, nothing left behind."""
+"""`ballast demo` end to end, as `make demo` runs it: Deployments available through Ballast, the
+PDB's status, the scale-up, the table, exit 0, nothing left behind."""
 
 from __future__ import annotations
 
@@ -41,6 +42,19 @@ def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
         assert "fresh" in row, row
     placed = sum(int(line.split()[2]) for line in table[1 : 1 + len(workload.NODES)])
     assert placed == workload.total_pods() - 4  # 3 for the default scheduler, 1 fits nowhere
+    for group in workload.GROUPS:
+        if group.scheduler and group.name != workload.UNPLACEABLE:
+            line = next(x for x in out.splitlines() if x.startswith(f"  {group.name} "))
+            assert "available in" in line, line
+    pdb, min_available = workload.PDB
+    guarded = next(g for g in workload.GROUPS if g.name == pdb)
+    allowed = guarded.replicas - min_available
+    assert f"counts {guarded.replicas} healthy, allows {allowed} disruption(s)" in out
+    name, extra = workload.SCALE_UP
+    scaled = next(g for g in workload.GROUPS if g.name == name)
+    assert f"scaled {name} from {scaled.replicas} to {scaled.replicas + extra}" in out
+    scale = out[out.index(f"scaled {name} from") :].splitlines()[1 : 1 + len(workload.NODES)]
+    assert sum(int(line.split()[-1]) for line in scale if "+" in line) == extra
     assert 'FailedScheduling "0/8 nodes are available' in out
     assert "Insufficient cpu" in out
     stopped = next(line for line in out.splitlines() if line.startswith("stopped: "))
