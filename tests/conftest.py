@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.fixtures.prometheus",
     "tests.fixtures.kube",
     "tests.fixtures.watcher",
+    "tests.fixtures.metrics_server",
 ]
 
 MARK = "PYTEST_BALLAST_SESSION"  # not BALLAST_*: the watcher fixture drops those from its env

@@ -38,6 +38,7 @@ from kubernetes.client.exceptions import ApiException
 from sandbox import build, processes, versions
 from sandbox.certs import PROXY_CLIENT_NAME, AggregationPki, ensure_aggregation_pki
 from sandbox.nodes import resource_metrics_path
+from shared.quantities import QuantityError, bytes_value, cpu_millis
 
 if TYPE_CHECKING:
     from sandbox.controlplane import ControlPlane
@@ -62,6 +63,9 @@ BACKGROUND_MEMORY = "ballast.dev/background-memory"
 BACKGROUND_WOBBLE = "ballast.dev/background-wobble"
 BACKGROUND_PERIOD = "ballast.dev/background-period"
 BACKGROUND_PHASE = "ballast.dev/background-phase"
+# A fresh `ballast sandbox up --with-metrics-server` node's background: an idle machine.
+IDLE_CPU = 0.05
+IDLE_MEMORY = 0.10
 
 
 # -- what kwok serves ---------------------------------------------------------------------------
@@ -155,7 +159,7 @@ def kwok_config() -> list[dict[str, Any]]:
         ),
         _pod_series(
             "container_start_time_seconds", "Container start time (Unix seconds)", "gauge",
-            "UnixSecond(Now()) - pod.SinceSecond()", container=True,
+            "double(int(pod.metadata.creationTimestamp))", container=True,
         ),
         _pod_series(
             "container_cpu_usage_seconds_total", "Cumulative container CPU in core-seconds",
@@ -242,8 +246,9 @@ def aggregation_args(agg: AggregationPki) -> list[str]:
     ]
 
 
-def server_args(plane: ControlPlane, resolution: float = RESOLUTION) -> list[str]:
+def server_args(plane: ControlPlane, resolution: float | None = None) -> list[str]:
     agg = ensure_aggregation_pki(plane.pki)
+    resolution = resolution or RESOLUTION
     return [
         "--bind-address=127.0.0.1",
         f"--secure-port={ports(plane)['metrics_server']}",
@@ -261,32 +266,56 @@ def server_args(plane: ControlPlane, resolution: float = RESOLUTION) -> list[str
     ]
 
 
-def start(plane: ControlPlane, resolution: float = RESOLUTION) -> None:
+def start(plane: ControlPlane, resolution: float | None = None) -> None:
     """Starts metrics-server for a running sandbox whose kwok was started with `kwok_args`,
-    registers it as the metrics.k8s.io APIService and waits until the aggregator has it."""
+    registers it as the metrics.k8s.io APIService and waits until the aggregator has it.
+    `resolution`: seconds between scrapes, RESOLUTION when None (the test fixture lowers it)."""
     binary = build.binary(versions.metrics_server_binary())
     plane.spawn(NAME, [str(binary), *server_args(plane, resolution)])
     with plane.api_client() as api:
         register(plane, api)
+        idle_background(api)
         plane.wait_until(NAME, lambda: available(api), AVAILABLE_TIMEOUT)
 
 
-def restart(plane: ControlPlane, resolution: float = RESOLUTION) -> None:
-    """Stops metrics-server (SIGTERM, as a rollout does) and starts it again: its two samples
-    per node are gone, so a node has metrics again only after two scrapes."""
-    for rec in processes.recorded(plane.pid_dir):
-        if rec.name == NAME:
-            processes.stop(rec, 10.0)
-    plane.wait_until(
-        "kube-apiserver", lambda: processes.port_free(ports(plane)["metrics_server"]), 10.0
-    )
-    start(plane, resolution)
+def idle_background(api: client.ApiClient) -> list[str]:
+    """Gives the nodes that have no background use yet an idle machine's (IDLE_CPU and
+    IDLE_MEMORY of allocatable, no wobble), so `kubectl top nodes` shows every node of a fresh
+    `ballast sandbox up`: metrics-server leaves out a node whose CPU counter stays at 0. The
+    simulator replaces it with its own. Returns the nodes annotated."""
+    core = client.CoreV1Api(api)
+    done = []
+    for node in core.list_node(_request_timeout=REQUEST_TIMEOUT).items:
+        if BACKGROUND_CPU in (node.metadata.annotations or {}):
+            continue
+        alloc = node.status.allocatable or {}
+        try:
+            cores = cpu_millis(alloc.get("cpu", "0")) / 1000
+            memory = bytes_value(alloc.get("memory", "0"))
+        except QuantityError:
+            continue
+        annotations = {
+            BACKGROUND_CPU: f"{IDLE_CPU * cores:.6f}",
+            BACKGROUND_MEMORY: f"{IDLE_MEMORY * memory:.0f}",
+            BACKGROUND_WOBBLE: "0",
+            BACKGROUND_PERIOD: "60",
+            BACKGROUND_PHASE: "0",
+        }
+        body = {"metadata": {"annotations": annotations}}
+        core.patch_node(node.metadata.name, body, _request_timeout=REQUEST_TIMEOUT)
+        done.append(node.metadata.name)
+    return done
 
 
 def stop(plane: ControlPlane) -> None:
+    """Stops metrics-server (SIGTERM, as a rollout does) and waits until its port is free; the
+    APIService stays, so the aggregator answers 503 for metrics.k8s.io until `start`. A started
+    again metrics-server has no samples: a node has metrics only after two scrapes."""
     for rec in processes.recorded(plane.pid_dir):
         if rec.name == NAME:
             processes.stop(rec, 10.0)
+    port = ports(plane)["metrics_server"]
+    plane.wait_until("kube-apiserver", lambda: processes.port_free(port), 10.0)
 
 
 def register(plane: ControlPlane, api: client.ApiClient) -> None:
