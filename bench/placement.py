@@ -15,6 +15,10 @@ LoadVariationRiskBalancing), upstream Trimaran (scheduler-plugins, the same two 
 with its default profile. Measures come from the simulator's true demand (its seeded functions,
 unclamped), never from what a scheduler saw: see `measure`. Results: bench/results/placement.json
 (`--quick`: placement-quick.json) and one PNG per scenario (bench.placement_plots).
+
+`--source metrics-server`: the watcher reads metrics-server (15 s resolution, scraping kwok's
+kubelets, which the simulator feeds the same seeded load) instead of Prometheus; results get a
+`-metrics-server` suffix.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ WATCHER_ENV = {
     "BALLAST_RATE_RANGE": "15s",
 }
 CREATE_THREADS = 16
+SOURCES = ("prometheus", "metrics-server")
 T = 10.0
 
 # name -> (schedulerName, how it is started); order = order in tables and plots.
@@ -450,7 +455,12 @@ def pod_body(contender: str, j: int, p: PodPlan) -> dict[str, Any]:
 
 
 def run_one(
-    scenario: Scenario, seed: int, contenders: list[str], nodes: int, say=print
+    scenario: Scenario,
+    seed: int,
+    contenders: list[str],
+    nodes: int,
+    say=print,
+    source: str = "prometheus",
 ) -> dict[str, Any]:
     node_plans, pod_plans = plan(scenario, seed, nodes)
     config = simulator_config(seed, node_plans, pod_plans)
@@ -460,7 +470,10 @@ def run_one(
         for i, n in enumerate(node_plans)
     ]
     work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-{scenario.name}-{seed}-"))
-    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True)
+    from_metrics_server = source == "metrics-server"
+    plane = ControlPlane(
+        work / "sandbox", Ports.free(), die_with_parent=True, metrics_server=from_metrics_server
+    )
     stack = Stack(work / "services")
     exporter = simulator = api = None
     ok = False
@@ -469,14 +482,19 @@ def run_one(
         plane.start(specs)
         api = plane.api_client()
         ensure_namespace(api, NAMESPACE)
-        exporter = SyntheticExporter().start()
-        simulator = Simulator(api, exporter, config).start()
+        if not from_metrics_server:
+            exporter = SyntheticExporter().start()
+        simulator = Simulator(api, exporter, config, kwok_usage=from_metrics_server).start()
         if not simulator.wait_synced(60):
             raise TimeoutError("the simulator could not list nodes and pods")
         redis_url = stack.start_redis()
-        prom = stack.start_prometheus(exporter.target)
         env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
-        watcher_url = stack.start_watcher(prom, redis_url, env)
+        if from_metrics_server:
+            env["BALLAST_PROVIDER"] = "metrics-server"
+            watcher_url = stack.start_watcher("", redis_url, env)
+        else:
+            prom = stack.start_prometheus(exporter.target)
+            watcher_url = stack.start_watcher(prom, redis_url, env)
         _wait_watcher(watcher_url, [s.name for s in specs])
         for c in contenders:
             start_contender(plane, c, watcher_url, work)
@@ -588,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(SEEDS)})")
     parser.add_argument("--nodes", type=int, default=NODES_PER_POOL, help="nodes per pool")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
+    parser.add_argument(
+        "--source", choices=SOURCES, default="prometheus", help="what the watcher reads"
+    )
     args = parser.parse_args(argv)
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     seeds = list(SEEDS)
@@ -596,14 +617,17 @@ def main(argv: list[str] | None = None) -> int:
         seeds = seeds[:1]
     if args.seeds:
         seeds = list(range(1, args.seeds + 1))
-    out = args.out or RESULTS / ("placement-quick.json" if args.quick else "placement.json")
+    suffix = "" if args.source == "prometheus" else f"-{args.source}"
+    out = args.out or RESULTS / f"placement{'-quick' if args.quick else ''}{suffix}.json"
     contenders = list(CONTENDERS)
     started = time.monotonic()
     runs = []
     for name in names:
         for seed in seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
-            run = run_one(SCENARIOS[name], seed, contenders, args.nodes, say=_say)
+            run = run_one(
+                SCENARIOS[name], seed, contenders, args.nodes, say=_say, source=args.source
+            )
             runs.append(run)
             for c, r in run["contenders"].items():
                 print(
@@ -629,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
             "hot_background_cpu": HOT_BACKGROUND,
             "ramp_seconds": RAMP_SECONDS,
             "watcher": WATCHER_ENV,
+            "source": args.source,
             "scenarios": {n: SCENARIOS[n].about for n in names},
             "contenders": {c: CONTENDERS[c] for c in contenders},
         },
