@@ -35,3 +35,11 @@ def test_percent_of_capacity_for_load_watcher_parity():
     out = usage_percent(METRICS, NODES, use_capacity=True)
     assert out["cpu"][0] == ("n1", 43.75)
     assert out["memory"][0][1] == 7 / 16 * 100
+
+
+def test_usage_over_allocatable_reads_full():
+    # 3.8 of 3.5 allocatable cores (system daemons' share of the reserve in use): 100 %, a full
+    # node, not a sample the validation would reject as over 100.
+    busy = [{"metadata": {"name": "n1"}, "usage": {"cpu": "3800m", "memory": "1Gi"}}]
+    assert usage_percent(busy, NODES)["cpu"][0] == ("n1", 100.0)
+    assert usage_percent(busy, NODES, use_capacity=True)["cpu"][0] == ("n1", 95.0)

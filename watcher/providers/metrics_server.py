@@ -49,6 +49,9 @@ def usage_percent(
         ):
             try:
                 value = 100.0 * parse(usage[key]) / denominator if denominator else float("nan")
+                # A node's usage counts what its system daemons use, so it can pass allocatable
+                # (never capacity): the node is full, not a bad sample to reject as over_100.
+                value = min(value, 100.0)
             except (KeyError, QuantityError):
                 value = float("nan")
             out[key].append((name, value))
