@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-rebalance chaos clean
 
 all: test
 
@@ -42,7 +42,16 @@ trimaran-build: kube-scheduler-build
 metrics-server-build: trimaran-build
 	$(BALLAST) sandbox build --with-metrics-server
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build lint
+# helm (pinned in sandbox/versions.py) for the chart's tests and `make manifests`. `make test`
+# lists it after the other builds, so it never runs beside them.
+helm-build: sandbox-build
+	$(BALLAST) sandbox build --with-helm
+
+# k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
+manifests: helm-build
+	$(PY) -m sandbox.chart
+
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.

@@ -169,6 +169,7 @@ def test_cli_says_when_a_port_is_in_use(tmp_path: Path):
         ("kubectl", ["version", "--client"], versions.KUBERNETES_VERSION),
         ("kwok", ["--version"], versions.KWOK_VERSION),
         ("kube-controller-manager", ["--version"], versions.KUBERNETES_VERSION),
+        (versions.helm_binary(), ["version", "--short"], versions.HELM_VERSION),
     ],
 )
 def test_built_binaries_report_the_pinned_versions(name, args, version):

@@ -1,18 +1,22 @@
-"""The deployment files agree with the code that reads them: scheduler configs, compose.yaml."""
+"""The deployment files agree with the code that reads them: scheduler configs, compose.yaml,
+the chart's values schema, and k8s/ballast.yaml (the chart rendered by `make manifests`)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from scheduler.config.loader import load_config
+from sandbox import chart
+from scheduler.config import registry
+from scheduler.config.loader import load_config, parse_config
 from watcher.config import Config
 
 ROOT = Path(__file__).resolve().parents[2]
 BALLAST_SCHEDULER_CONFIGS = {
-    "k8s/scheduler-config.yaml": "http://ballast-watcher.ballast.svc:2020",
     "compose/scheduler.yaml": "http://watcher:2020",
     "k8s/examples/openshift-secondary-scheduler/scheduler-config.yaml": (
         "http://ballast-watcher.ballast.svc:2020"
@@ -20,19 +24,35 @@ BALLAST_SCHEDULER_CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("path", sorted(BALLAST_SCHEDULER_CONFIGS))
+def manifest() -> list[dict]:
+    return [d for d in yaml.safe_load_all(chart.MANIFEST.read_text()) if d]
+
+
+def manifest_object(kind: str, name: str) -> dict:
+    return next(d for d in manifest() if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+def manifest_scheduler_config():
+    cm = manifest_object("ConfigMap", "ballast-scheduler-config")
+    return parse_config(yaml.safe_load(cm["data"]["scheduler-config.yaml"]))
+
+
+@pytest.mark.parametrize("path", sorted(BALLAST_SCHEDULER_CONFIGS) + [str(chart.MANIFEST)])
 def test_shipped_scheduler_configs_load(path):
-    cfg = load_config(ROOT / path)
-    assert cfg.watcher_address == BALLAST_SCHEDULER_CONFIGS[path]
+    if path == str(chart.MANIFEST):
+        cfg = manifest_scheduler_config()
+        assert cfg.watcher_address == "http://ballast-watcher.ballast.svc:2020"
+    else:
+        cfg = load_config(ROOT / path)
+        assert cfg.watcher_address == BALLAST_SCHEDULER_CONFIGS[path]
     assert cfg.leader_election.leader_elect
     assert [p.scheduler_name for p in cfg.profiles] == ["ballast"]
     assert "TargetLoadPacking" in [s.name for s in cfg.profiles[0].scores]
 
 
 def test_rbac_lease_name_matches_the_scheduler_config():
-    cfg = load_config(ROOT / "k8s/scheduler-config.yaml")
-    docs = list(yaml.safe_load_all((ROOT / "k8s/scheduler-rbac.yaml").read_text()))
-    role = next(d for d in docs if d["kind"] == "Role")
+    cfg = manifest_scheduler_config()
+    role = manifest_object("Role", "ballast-scheduler-lease")
     named = [r for r in role["rules"] if r.get("resourceNames")]
     assert named[0]["resourceNames"] == [cfg.leader_election.resource_name]
     assert cfg.leader_election.resource_namespace == "ballast"
@@ -56,19 +76,50 @@ def test_compose_services_and_healthchecks():
             assert (ROOT / source).is_file(), f"compose mounts a missing file: {source}"
 
 
-def test_kustomize_watcher_env_names_are_watcher_settings():
-    kustomization = yaml.safe_load((ROOT / "k8s/kustomization.yaml").read_text())
-    env = next(g for g in kustomization["configMapGenerator"] if g["name"] == "ballast-watcher-env")
+def test_manifest_watcher_env_names_are_watcher_settings():
+    env = manifest_object("ConfigMap", "ballast-watcher-env")["data"]
     fields = {f"BALLAST_{name.upper()}" for name in Config.__dataclass_fields__}
-    assert {item.split("=", 1)[0] for item in env["literals"]} <= fields
+    assert set(env) <= fields
+    assert env["BALLAST_API_OPEN_PATHS"] == "/watcher"  # Trimaran cannot send the token
 
 
 def test_openshift_example_sends_the_base_watchers_token():
     # The operator mounts only the ConfigMap, so the token is inline: it must match the Secret.
-    kustomization = yaml.safe_load((ROOT / "k8s/kustomization.yaml").read_text())
-    generators = kustomization["secretGenerator"]
-    secret = next(g for g in generators if g["name"] == "ballast-watcher-token")
-    token = dict(item.split("=", 1) for item in secret["literals"])["token"]
+    secret = manifest_object("Secret", "ballast-watcher-token")
+    token = base64.b64decode(secret["data"]["token"]).decode()
     cfg = load_config(ROOT / "k8s/examples/openshift-secondary-scheduler/scheduler-config.yaml")
     assert cfg.watcher_token == token
-    assert load_config(ROOT / "k8s/scheduler-config.yaml").watcher_token_file
+    assert manifest_scheduler_config().watcher_token_file
+
+
+def test_manifest_watcher_and_scheduler_share_the_token_secret():
+    watcher = manifest_object("Deployment", "ballast-watcher")["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in watcher["containers"][0]["env"]}
+    ref = env["BALLAST_API_TOKEN"]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "ballast-watcher-token", "key": "token"}
+    scheduler = manifest_object("Deployment", "ballast-scheduler")["spec"]["template"]["spec"]
+    volume = next(v for v in scheduler["volumes"] if "secret" in v)
+    assert volume["secret"]["secretName"] == "ballast-watcher-token"
+    (mount,) = [
+        m for m in scheduler["containers"][0]["volumeMounts"] if m["name"] == volume["name"]
+    ]
+    assert manifest_scheduler_config().watcher_token_file == f"{mount['mountPath']}/token"
+
+
+def test_manifest_parts_are_hardened_and_probed():
+    namespace = manifest_object("Namespace", "ballast")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for kind, name in [("Deployment", "ballast-watcher"), ("Deployment", "ballast-scheduler"),
+                       ("StatefulSet", "ballast-redis")]:  # fmt: skip
+        pod = manifest_object(kind, name)["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["livenessProbe"] and container["readinessProbe"]
+        assert container["resources"]["requests"] and container["resources"]["limits"]
+    assert manifest_object("PodDisruptionBudget", "ballast-watcher")["spec"]["maxUnavailable"] == 1
+
+
+def test_values_schema_names_exactly_the_registered_plugins():
+    schema = json.loads((chart.CHART / "values.schema.json").read_text())
+    assert schema["definitions"]["pluginName"]["enum"] == registry.names()
