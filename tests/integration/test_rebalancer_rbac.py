@@ -67,11 +67,14 @@ def applied(sandbox, kube_api) -> Iterator[None]:
     )
     objects = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC]
     assert {d["kind"] for d in objects} == set(RBAC)
+    for d in objects:  # helm leaves the release namespace to `helm install`; one Role is in default
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            d["metadata"].setdefault("namespace", NAMESPACE)
     text = yaml.safe_dump_all(objects)
-    result = kubectl(sandbox, "apply", "-n", NAMESPACE, "-f", "-", stdin=text)
+    result = kubectl(sandbox, "apply", "-f", "-", stdin=text)
     assert result.returncode == 0, result.stderr
     yield
-    kubectl(sandbox, "delete", "-n", NAMESPACE, "--ignore-not-found", "-f", "-", stdin=text)
+    kubectl(sandbox, "delete", "--ignore-not-found", "-f", "-", stdin=text)
     delete_namespace(kube_api, NAMESPACE, finalize=False)
 
 
