@@ -95,17 +95,35 @@ class Api:
         """Creates the run's PVs and PVCs; returns them as the apiserver stored them."""
         pvs, pvcs = scenario.volume_objects(claims, prefix)
         stored_pvs, stored_pvcs = {}, {}
-        for pv in pvs:
-            resp = self.core.create_persistent_volume(
-                pv, _preload_content=False, _request_timeout=T
-            )
-            stored_pvs[pv["metadata"]["name"]] = json.loads(resp.data)
+        # Claims first, so a bound claim's PV names its uid in claimRef as the PV controller
+        # (kube-controller-manager runs in the sandbox) leaves it; a claimRef without the uid
+        # races the controller, which may mark the claim Lost.
         for ns, pvc in pvcs:
             resp = self.core.create_namespaced_persistent_volume_claim(
                 ns, pvc, _preload_content=False, _request_timeout=T
             )
             stored_pvcs[(ns, pvc["metadata"]["name"])] = json.loads(resp.data)
+        for pv in pvs:
+            ref = pv["spec"].get("claimRef")
+            if ref:
+                ref["uid"] = stored_pvcs[(ref["namespace"], ref["name"])]["metadata"]["uid"]
+            resp = self.core.create_persistent_volume(
+                pv, _preload_content=False, _request_timeout=T
+            )
+            stored_pvs[pv["metadata"]["name"]] = json.loads(resp.data)
+        # The PVs came after the claims: wait until the PV controller has bound every claim to
+        # its PV (it saw both), so neither scheduler meets a claim whose PV it has not seen.
+        bound = [key for key, pvc in stored_pvcs.items() if pvc["spec"].get("volumeName")]
+        deadline = time.monotonic() + VERDICT_TIMEOUT
+        while not all(self._claim_bound(ns, name) for ns, name in bound):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the PV controller did not bind the claims {bound}")
+            time.sleep(POLL)
         return stored_pvs, stored_pvcs
+
+    def _claim_bound(self, ns: str, name: str) -> bool:
+        claim = self.core.read_namespaced_persistent_volume_claim(name, ns, _request_timeout=T)
+        return claim.status.phase == "Bound"
 
     def delete_volumes(self, pvs: dict, pvcs: dict) -> None:
         core = self.core
