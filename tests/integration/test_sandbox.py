@@ -149,6 +149,19 @@ def test_cli_up_env_down(tmp_path: Path):
     assert (Path(state) / "logs" / "kube-controller-manager.log").stat().st_size > 0
 
 
+def test_cli_up_without_controllers(tmp_path: Path):
+    state = str(tmp_path / "state")
+    ports = ["--apiserver-port", "0", "--etcd-port", "0", "--etcd-peer-port", "0"]
+    up = _ballast("up", "--nodes", "1", "--no-controllers", "--state-dir", state, *ports)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "controllers" not in up.stdout.splitlines()[0]
+    finally:
+        procs = recorded(Path(state) / "pids")
+        _ballast("down", "--state-dir", state)
+    assert {p.name for p in procs} == {"etcd", "kube-apiserver", "kwok"}
+
+
 def test_cli_says_when_a_port_is_in_use(tmp_path: Path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
