@@ -579,7 +579,12 @@ def reset(api: client.ApiClient, namespaces: list[str], timeout: float = 600.0) 
 
 
 def run_workload(
-    workload: Workload, order: list[str], rounds: int, offset: int, preemptors: int = 0
+    workload: Workload,
+    order: list[str],
+    rounds: int,
+    offset: int,
+    preemptors: int = 0,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """One fresh sandbox, its nodes, then `rounds` rounds of every contender; `preemptors`
     only for PreemptionAsync, the workload whose churn preempts."""
@@ -595,7 +600,7 @@ def run_workload(
         maker = PodMaker(plane)
         starters: dict[str, Callable[[], Contender]] = {
             "raw-bind": lambda: RawBinder(api, nodes).start(),
-            "ballast": lambda: start_ballast(plane, work),
+            "ballast": lambda: start_ballast(plane, work, profile),
             "kube-scheduler": lambda: start_kube_scheduler(plane, work),
         }
         for r in range(rounds):
@@ -791,6 +796,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", type=Path, default=None, help="scheduler_perf folder")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run Ballast under py-spy: stacks in bench/results/profile-perf-<workload>.txt "
+        "(one round; split them with bench.profile_split)",
+    )
+    parser.add_argument(
         "--table",
         type=Path,
         default=None,
@@ -829,7 +840,8 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": [],
     }
     for i, workload in enumerate(workloads):
-        result = run_workload(workload, list(args.only), args.rounds, i, args.preemptors)
+        profile = RESULTS.with_name(f"profile-perf-{workload.case}.txt") if args.profile else None
+        result = run_workload(workload, list(args.only), args.rounds, i, args.preemptors, profile)
         result["ratios"] = ratios(result["medians"])
         report["workloads"].append(result)
         report["seconds"] = round(time.monotonic() - began, 1)
