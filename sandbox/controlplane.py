@@ -345,6 +345,10 @@ class ControlPlane:
             f"--cluster-signing-key-file={pki.ca_key}",
             f"--service-cluster-ip-range={defaults.SERVICE_CLUSTER_IP_RANGE}",
             "--allocate-node-cidrs=false",
+            # kwok's nodes are never really down; on a loaded 2-core machine a late heartbeat
+            # must not make them NotReady (taints, pods marked not ready, NoExecute evictions).
+            # Nodes a test makes by hand, without a heartbeat, stay Ready as long.
+            "--node-monitor-grace-period=5m",
             "--profiling=false",
         ]
 
@@ -355,6 +359,10 @@ class ControlPlane:
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={key}={value}",
             f"--cidr={defaults.POD_CIDR}",
+            # Heartbeats through Leases, renewed every quarter of this, as kubelets do: the
+            # node lifecycle controller reads them, and a Lease renewal is one small write that
+            # a burst of pod status patches does not hold up.
+            "--node-lease-duration-seconds=40",
         ] + (metrics_server.kwok_args(self) if self._metrics_server else [])
 
     def _write_kubeconfig(self) -> None:

@@ -36,7 +36,12 @@ from sandbox.simulator import Simulator, SimulatorConfig
 
 T = 10.0  # seconds per API request
 BIND_TIMEOUT = 60.0
-SETTLE_SECONDS = 15.0
+# Before the scale-up, the watcher's window must hold every placed pod: the scheduler counts a
+# bound pod's predicted use on its node until a sample newer than the bind plus its provider
+# lag (15 s) arrives, and that sample reaches it through a 1 s scrape, a 2 s poll and a 2 s
+# fetch. Sooner, every node still carries the whole workload as "recently bound" on top of the
+# measured load, every node is past 100 % predicted, and TargetLoadPacking cannot tell them apart.
+SETTLE_SECONDS = 25.0
 PAUSE_BETWEEN_GROUPS = 4.0
 WATCHER_ENV = {
     # Short intervals so a two-minute demo shows the loop: scrape 1 s, poll 2 s, 15 s rates.
@@ -177,13 +182,17 @@ class Demo:
         self._wait(self._watcher_sees_all_nodes, 60, "the watcher to report every node")
         say(f"    {self.watcher_url} ({time.monotonic() - t:.1f} s)")
 
-        t = step("starting the scheduler (profile `ballast`, TargetLoadPacking, leader election)")
+        t = step("starting the scheduler (profile `ballast`, TargetLoadPacking x3, a Lease)")
         config = {
             "watcherAddress": self.watcher_url,
             "leaderElection": {"leaderElect": True, "resourceNamespace": "kube-system"},
             "profiles": [
                 {
                     "schedulerName": workload.SCHEDULER_NAME,
+                    # Load over spreading: upstream's default spreading of a Deployment's
+                    # replicas (PodTopologySpread, weight 2) would otherwise decide the
+                    # scale-up whenever the replicas are unevenly spread.
+                    "plugins": {"score": {"enabled": [{"name": "TargetLoadPacking", "weight": 3}]}},
                     "pluginConfig": [
                         {"name": "TargetLoadPacking", "args": {"targetUtilization": 40}}
                     ],
