@@ -250,6 +250,8 @@ ALLOWED = [
     (WATCHER, "watch", "nodes", None),
     (WATCHER, "get", "nodes.metrics.k8s.io", None),
     (WATCHER, "list", "nodes.metrics.k8s.io", None),
+    (WATCHER, "list", "pods", None),  # metadata only: the workload join (docs/profiles.md)
+    (WATCHER, "list", "pods.metrics.k8s.io", None),
 ]
 DENIED = [
     (SCHEDULER, "list", "nodes.metrics.k8s.io", None),
@@ -285,7 +287,8 @@ DENIED = [
     (WATCHER, "get", "secrets", NAMESPACE),
     (WATCHER, "delete", "pods", "default"),
     (WATCHER, "update", "nodes", None),
-    (WATCHER, "list", "pods", None),
+    (WATCHER, "get", "pods", "default"),
+    (WATCHER, "watch", "pods", None),
     (WATCHER, "create", "pods#binding", "default"),
 ]
 

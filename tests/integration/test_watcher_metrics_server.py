@@ -221,7 +221,9 @@ def test_rbac_exactly_as_the_manifests_grant_it(metrics_plane, loaded):
         # `kubectl auth can-i` as the watcher's account: what the provider calls, nothing else.
         assert can("list", "nodes", GROUP) and can("get", "nodes", GROUP)
         assert can("list", "nodes") and can("watch", "nodes")
-        assert not can("list", "pods") and not can("update", "nodes")
+        # Pods: a metadata-only list for the workload join (docs/profiles.md), nothing more.
+        assert can("list", "pods") and not can("get", "pods") and not can("watch", "pods")
+        assert not can("update", "nodes")
         assert not can("list", "secrets")
         # PodMetrics (pod_metrics, for the usage-profiles work) only where the role grants it.
         assert can("list", "pods", GROUP) == pod_metrics_granted
