@@ -31,12 +31,15 @@ def ensure_namespace(
 
 
 def delete_namespace(api: client.ApiClient, name: str, finalize: bool = True) -> None:
-    """Deletes the namespace's pods at once (kwok completes their deletion) and the namespace;
+    """Deletes the namespace and, at once, its pods (kwok completes their deletion);
     `finalize` (no namespace controller runs) removes it without waiting for its contents."""
     core = client.CoreV1Api(api)
     try:
-        core.delete_collection_namespaced_pod(name, grace_period_seconds=0, _request_timeout=T)
+        # Terminating first: from then on no controller can create a pod in it. Pods first,
+        # and a ReplicaSet replaced them before the namespace went, leaving pending pods that
+        # the next test's scheduler tried to place (seen in the pod-condition test's counts).
         core.delete_namespace(name, grace_period_seconds=0, _request_timeout=T)
+        core.delete_collection_namespaced_pod(name, grace_period_seconds=0, _request_timeout=T)
         if not finalize:
             return
         ns = core.read_namespace(name, _request_timeout=T)
