@@ -65,11 +65,14 @@ class BodyCache:
 
 class WorkloadsReader:
     """The stored profiles document, re-read at most every `every` seconds (0: each time, for
-    the in-process store whose read is free)."""
+    the in-process store whose read is free). While the store is unreachable the last copy is
+    served, `store_error` saying why, as the node snapshot is: the schedulers fetch profiles
+    every few seconds, and a store failover must not turn those fetches into 503s."""
 
     def __init__(self, store: Store, every: float) -> None:
         self.store = store
         self.every = every
+        self.store_error: str | None = None
         self._at = -math.inf
         self._raw: bytes | None = None
         self._parsed: tuple[Body, dict[str, Any]] | tuple[None, None] = (None, None)
@@ -79,7 +82,15 @@ class WorkloadsReader:
         with self._lock:
             if time.monotonic() - self._at < self.every:
                 return self._parsed
-            raw = self.store.workloads_doc()
+            try:
+                raw = self.store.workloads_doc()
+            except StoreError as exc:
+                if self._raw is None:
+                    raise
+                self._at = time.monotonic()
+                self.store_error = str(exc)
+                return self._parsed
+            self.store_error = None
             self._at = time.monotonic()
             if raw != self._raw:
                 self._raw = raw
@@ -263,6 +274,11 @@ def create_app(
 
     workloads = WorkloadsReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
 
+    def flagged(resp: Response) -> Response:
+        if workloads.store_error:
+            resp.headers["X-Ballast-Store"] = "unavailable; serving the last copy"
+        return resp
+
     @app.get("/api/v1/workloads")
     def workload_list() -> Response:
         try:
@@ -273,10 +289,10 @@ def create_app(
             return error(404, "no workload profiles yet: pod usage is off or not polled yet")
         namespace = request.args.get("namespace")
         if not namespace:
-            return send(body)
+            return flagged(send(body))
         items = doc.get("workloads") or {}
         picked = {k: w for k, w in items.items() if w.get("namespace") == namespace}
-        return send(Body(dumps({**doc, "workloads": picked})))
+        return flagged(send(Body(dumps({**doc, "workloads": picked}))))
 
     @app.get("/api/v1/workloads/<namespace>/<kind>/<name>")
     def workload(namespace: str, kind: str, name: str) -> Response:
@@ -287,7 +303,7 @@ def create_app(
         found = ((doc or {}).get("workloads") or {}).get(f"{namespace}/{kind}/{name}")
         if found is None:
             return error(404, f"no profile for {kind} {namespace}/{name}")
-        return send(Body(dumps(found)))
+        return flagged(send(Body(dumps(found))))
 
     @app.get("/api/v1/status")
     def status() -> Response:
