@@ -78,6 +78,22 @@ class WorkloadsReader:
         self._parsed: tuple[Body, dict[str, Any]] | tuple[None, None] = (None, None)
         self._lock = threading.Lock()
 
+    def keep_fresh(self, interval: float) -> threading.Thread:
+        """Re-read every `interval` seconds on a daemon thread, requests or not, so that a
+        worker that served no profile request before the store went away still has a copy."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(interval)
+                try:
+                    self.get()
+                except StoreError:
+                    pass  # no copy yet; the next round tries again
+
+        thread = threading.Thread(target=loop, name="workloads-refresh", daemon=True)
+        thread.start()
+        return thread
+
     def get(self) -> tuple[Body, dict[str, Any]] | tuple[None, None]:
         with self._lock:
             if time.monotonic() - self._at < self.every:
@@ -273,6 +289,8 @@ def create_app(
         return send(Body(dumps({"node": node, "metric": metric, "samples": data})))
 
     workloads = WorkloadsReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
+    if store.kind == "redis":
+        workloads.keep_fresh(max(1.0, config.snapshot_check))
 
     def flagged(resp: Response) -> Response:
         if workloads.store_error:
