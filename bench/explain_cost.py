@@ -84,6 +84,26 @@ def make_pod(i: int) -> Any:
     )
 
 
+def filter_pass(
+    profile: Profile, pod: Any, nodes: list, snap: Snapshot, state: CycleState, start: int
+) -> tuple[list, dict[str, Any], int]:
+    """The cycle's filter pass from node `start`, chunk by chunk until percentageOfNodesToScore's
+    share is feasible: (feasible nodes, reasons, nodes looked at)."""
+    total = len(nodes)
+    wanted = nodes_to_find(total, 0)
+    feasible: list = []
+    reasons: dict[str, Any] = {}
+    seen = 0
+    while seen < total and len(feasible) < wanted:
+        first = (start + seen) % total
+        chunk = nodes[first : first + FILTER_CHUNK]
+        seen += len(chunk)
+        ok, why = profile.filter(pod, chunk, snap, state)
+        feasible.extend(ok)
+        reasons.update(why)
+    return feasible[:wanted], reasons, seen
+
+
 class Loop:
     """The cycle's filter/score/pick/record path on a fixed snapshot."""
 
@@ -102,16 +122,8 @@ class Loop:
             state[FILTER_TALLY] = {}
         total = len(nodes)
         wanted = nodes_to_find(total, 0)
-        feasible, reasons, seen = [], {}, 0
-        while seen < total and len(feasible) < wanted:
-            first = (self.start + seen) % total
-            chunk = nodes[first : first + FILTER_CHUNK]
-            seen += len(chunk)
-            ok, why = profile.filter(pod, chunk, snap, state)
-            feasible.extend(ok)
-            reasons.update(why)
+        feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start)
         self.start = (self.start + seen) % total
-        feasible = feasible[:wanted]
         parts = ScoreParts() if record else None
         scores = profile.score(pod, feasible, snap, state, parts)
         chosen = pick(scores, self.rng)

@@ -353,6 +353,7 @@ class ClusterCache:
         self._pending: set[str] = set()  # uids handed to the listener as pending
         self._signatures: dict[str, tuple[Any, ...]] = {}
         self.index = ClusterIndex()
+        self.index.nodes = self.nodes  # its per-domain counts read the nodes' labels
         self.skipped = 0  # malformed pods and nodes logged and left out
         self.preassigned = 0  # pods of ours that arrived with spec.nodeName already set
         self.gated = 0  # pending pods of ours held back by schedulingGates, as last seen
@@ -509,6 +510,8 @@ class ClusterCache:
                 fresh.add_pod(pod)
         self.nodes[fresh.name] = fresh
         self._node_list = None
+        if old is None or old.labels != fresh.labels or old.taints != fresh.taints:
+            self.index.nodes_changed()
         signature = _node_signature(fresh)
         changed = self._signatures.get(fresh.name) != signature
         self._signatures[fresh.name] = signature
@@ -517,6 +520,8 @@ class ClusterCache:
     def _delete_node(self, name: str) -> None:
         node = self.nodes.pop(name, None)
         self._node_list = None
+        if node is not None:
+            self.index.nodes_changed()
         self._signatures.pop(name, None)
         if node is not None and node.pods:
             # Its pods still exist in the API; keep them in case the node comes back.

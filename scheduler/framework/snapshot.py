@@ -32,9 +32,11 @@ def snapshot_of(
     now: float = 0.0,
 ) -> Snapshot:
     """A Snapshot of `nodes` with `placed` pods (pod, node name) counted on their nodes and in
-    the index, as the cache would hold them; for tests and tools."""
+    the index, as the cache would hold them; for tests and tools. Like the cache, a caller that
+    then adds, deletes, relabels or retaints a node calls `snap.cluster.nodes_changed()`."""
     by_name = {n.name: n for n in nodes}
     index = ClusterIndex()
+    index.nodes = by_name
     for pod, node_name in placed:
         by_name[node_name].add_pod(pod)
         index.add_pod(pod, node_name)

@@ -43,6 +43,7 @@ from scheduler.framework.clusterindex import (
     REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
+    SelectorCounts,
 )
 from scheduler.framework.labels import EVERYTHING, IN, LabelSelector
 from scheduler.plugins.helpers.node_affinity_terms import required_terms, term_matches
@@ -255,28 +256,24 @@ class _Eligibility:
         return terms is None or any(term_matches(t, node) for t in terms)
 
 
-def _matching(pod: PodInfo, c: Constraint, snap: Snapshot) -> list[str]:
-    """Node names of the placed pods `c` counts (one entry per pod): same namespace, selector
-    matches, not terminating. Narrowed by the label index to the selector's candidates."""
+def _counted(pod: PodInfo, c: Constraint, snap: Snapshot) -> SelectorCounts | None:
+    """The placed pods `c` counts, per node (the cluster index keeps them): same namespace,
+    selector matches, not terminating. None for an empty selector: v1.34 counts nothing."""
     sel = c.selector
-    if sel.nothing or not sel.requirements:  # v1.34 counts nothing for an empty selector
-        return []
-    cluster, ns = snap.cluster, pod.namespace
-    found = sel.candidates(
-        lambda k, v: cluster.with_label(ns, k, v), lambda k: cluster.with_label_key(ns, k)
-    )
-    pods = cluster.pods
-    uids = cluster.in_namespace(ns).keys() if found is None else found
-    placed = cluster.placed
-    out = []
-    for uid in uids:
-        other = pods.get(uid)
-        if other is None or other.namespace != ns or not sel.matches(other.labels):
-            continue
-        if (other.raw.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        out.append(placed[uid])
-    return out
+    if sel.nothing or not sel.requirements:
+        return None
+    return snap.cluster.selector_counts(pod.namespace, sel)
+
+
+def _tracked(snap: Snapshot) -> bool:
+    """Whether the index's per-domain counts and node memo follow `snap`'s nodes (the cache's
+    snapshots, snapshot_of's); otherwise everything is read from the nodes themselves."""
+    return snap.cluster.nodes is snap.nodes
+
+
+def _ignores_node(elig: _Eligibility, c: Constraint) -> bool:
+    """Whether the inclusion policies let every node with the key count for `c`."""
+    return (elig.trivial or not c.honor_affinity) and not c.honor_taints
 
 
 def _has_keys(labels: dict[str, str], keys: tuple[str, ...]) -> bool:
@@ -310,18 +307,56 @@ class _KeyValues:
         return (self._complete_values if complete_only else self._values)[key]
 
 
+def _all_key_values(snap: Snapshot, keys: tuple[str, ...]) -> _KeyValues:
+    """_KeyValues over every node, kept in the index's node memo until a node changes."""
+    if not _tracked(snap):
+        return _KeyValues(list(snap.nodes.values()), keys)
+    memo = snap.cluster.node_memo
+    found = memo.get((NAME, keys))
+    if found is None:
+        found = memo[(NAME, keys)] = _KeyValues(list(snap.nodes.values()), keys)
+    return found
+
+
+def _by_taints(snap: Snapshot, keys: tuple[str, ...], key: str) -> tuple[list[str], list[NodeInfo]]:
+    """Over the nodes with every key: the values of `key` on those without a NoSchedule or
+    NoExecute taint, and the nodes with one; kept in the node memo until a node changes."""
+    memo = snap.cluster.node_memo
+    found = memo.get((NAME, keys, key))
+    if found is None:
+        complete = _all_key_values(snap, keys).complete
+        clean: list[str] = []
+        tainted: list[NodeInfo] = []
+        for n in snap.nodes.values():
+            if complete is not None and n.name not in complete:
+                continue
+            if any(t.get("effect") in _HARD_TAINTS for t in n.taints):
+                tainted.append(n)
+            else:
+                clean.append(n.labels[key])
+        found = memo[(NAME, keys, key)] = (clean, tainted)
+    return found
+
+
 def domain_counts(
     pod: PodInfo, constraints: tuple[Constraint, ...], parsed: _Parsed, snap: Snapshot
 ) -> list[dict[str, int]]:
     """Upstream's TpValueToMatchNum: per constraint, every eligible domain -> matching pods."""
     keys = tuple(c.key for c in constraints)
     elig = _Eligibility(parsed)
-    all_nodes = list(snap.nodes.values())
-    kv = _KeyValues(all_nodes, keys)
+    kv = _all_key_values(snap, keys)
+    all_nodes = snap.nodes.values()
     counts: list[dict[str, int]] = []
     for c in constraints:
-        if (elig.trivial or not c.honor_affinity) and not c.honor_taints:
+        if _ignores_node(elig, c):
             counts.append(dict.fromkeys(kv.values(c.key), 0))
+            continue
+        if (elig.trivial or not c.honor_affinity) and _tracked(snap):
+            # only the taints policy: untainted nodes always count, tainted ones are asked
+            clean, tainted = _by_taints(snap, keys, c.key)
+            domain = dict.fromkeys(clean, 0)
+            domain.update((n.labels[c.key], 0) for n in tainted if elig.includes(c, n))
+            counts.append(domain)
             continue
         complete = kv.complete
         counts.append(
@@ -334,15 +369,24 @@ def domain_counts(
                 0,
             )
         )
-    nodes = snap.nodes
+    nodes, cluster = snap.nodes, snap.cluster
+    by_domain = _tracked(snap) and kv.complete is None
     for i, c in enumerate(constraints):
+        found = _counted(pod, c, snap)
+        if found is None:
+            continue
         domain = counts[i]
-        for node_name in _matching(pod, c, snap):
+        if by_domain and _ignores_node(elig, c):
+            # every node carries every key and counts: O(domains)
+            for value, n in cluster.value_counts(found, c.key).items():
+                domain[value] += n
+            continue
+        for node_name, n in found.by_node.items():
             node = nodes.get(node_name)
             if node is None or not _has_keys(node.labels, keys):
                 continue
             if elig.includes(c, node):
-                domain[node.labels[c.key]] += 1
+                domain[node.labels[c.key]] += n
     return counts
 
 
@@ -368,15 +412,16 @@ class Plugin:
         self.args = args or Args()
         self.system_defaulted = self.args.defaulting_type == SYSTEM
         self.defaults = SYSTEM_DEFAULTS if self.system_defaulted else self.args.default_constraints
+        self._default_actions = {
+            d.get("whenUnsatisfiable") or DO_NOT_SCHEDULE for d in self.defaults
+        }
 
     def _constraints(
         self, pod: PodInfo, parsed: _Parsed, action: str, snap: Snapshot
     ) -> tuple[Constraint, ...]:
         if parsed.declared:
             return parsed.hard if action == DO_NOT_SCHEDULE else parsed.soft
-        if not any(
-            (d.get("whenUnsatisfiable") or DO_NOT_SCHEDULE) == action for d in self.defaults
-        ):
+        if action not in self._default_actions:
             return ()
         selector = default_selector(pod, snap)
         if not selector.requirements:
@@ -463,17 +508,30 @@ class Plugin:
         ]
         elig = _Eligibility(parsed)
         per_node: list[dict[str, int]] = [{} for _ in constraints]
+        # per domain when every node of the cluster has the keys it must have
+        by_domain = _tracked(snap) and (
+            not require_all or _all_key_values(snap, keys).complete is None
+        )
         for i, c in enumerate(constraints):
-            for node_name in _matching(pod, c, snap):
-                if c.key == HOSTNAME:  # counted on the node itself, no policy applies
-                    per_node[i][node_name] = per_node[i].get(node_name, 0) + 1
-                    continue
+            found = _counted(pod, c, snap)
+            if found is None:
+                continue
+            if c.key == HOSTNAME:  # counted on the node itself, no policy applies
+                per_node[i] = dict(found.by_node)
+                continue
+            domain = counts[i]
+            if by_domain and _ignores_node(elig, c):
+                for value, n in snap.cluster.value_counts(found, c.key).items():
+                    if value in domain:
+                        domain[value] += n
+                continue
+            for node_name, n in found.by_node.items():
                 node = snap.nodes.get(node_name)
                 if node is None or (require_all and not _has_keys(node.labels, keys)):
                     continue
                 value = node.labels.get(c.key, "")
-                if value in counts[i] and elig.includes(c, node):
-                    counts[i][value] += 1
+                if value in domain and elig.includes(c, node):
+                    domain[value] += n
         state[_SCORE] = _ScoreState(constraints, ignored, counts, per_node, weights)
         return True
 

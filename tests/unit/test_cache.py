@@ -6,6 +6,7 @@ import pytest
 from kubernetes import client
 
 from scheduler.backend.cache import ASSUME_GRACE, ClusterCache
+from scheduler.framework.labels import LabelSelector
 from scheduler.framework.resources import pod_info
 
 
@@ -176,3 +177,29 @@ def test_relabelled_bound_pod_updates_the_index(cache):
     assert cache.index.with_label("ns", "app", "x") == frozenset()
     assert cache.index.with_label("ns", "app", "y") == {"uid-a"}
     assert cache.nodes["n1"].requested["cpu"] == 500  # counted once
+
+
+def test_spread_counts_follow_pods_and_relabelled_nodes(cache):
+    """The index's per-zone counts read the cache's own nodes: a relabelled, new or deleted
+    node redraws them; a status-only update keeps them."""
+    cache._node_event("MODIFIED", node("n1", labels={"zone": "a"}))
+    cache._node_event("MODIFIED", node("n2", labels={"zone": "b"}))
+    for name, where in (("a", "n1"), ("b", "n2"), ("c", "n2")):
+        body = pod(name, where)
+        body["metadata"]["labels"] = {"app": "x"}
+        cache._pod_event("ADDED", body)
+    counts = cache.index.selector_counts("ns", LabelSelector.parse({"matchLabels": {"app": "x"}}))
+    assert counts.by_node == {"n1": 1, "n2": 2}
+    assert cache.index.value_counts(counts, "zone") == {"a": 1, "b": 2}
+    cache._node_event("MODIFIED", node("n2", cpu="3", labels={"zone": "b"}))
+    assert counts.by_value == {"zone": {"a": 1, "b": 2}}  # status only: kept
+    cache._node_event("MODIFIED", node("n2", labels={"zone": "a"}))
+    assert cache.index.value_counts(counts, "zone") == {"a": 3}
+    cache._node_event("DELETED", node("n1"))
+    assert cache.index.value_counts(counts, "zone") == {"a": 2}
+    terminating = pod("c", "n2")
+    terminating["metadata"]["labels"] = {"app": "x"}
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    cache._pod_event("MODIFIED", terminating)
+    assert counts.by_node == {"n1": 1, "n2": 1}  # n1's pod waits for its node to come back
+    assert cache.index.value_counts(counts, "zone") == {"a": 1}

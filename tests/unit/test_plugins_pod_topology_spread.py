@@ -72,9 +72,9 @@ def placed(spec: dict[str, int], labels: dict | None = None) -> list[tuple[PodIn
 
 
 def filter_verdicts(
-    plugin: pts.Plugin, p: PodInfo, nodes: list[NodeInfo], existing: list
+    plugin: pts.Plugin, p: PodInfo, nodes: list[NodeInfo], existing: list, build: Any = None
 ) -> dict[str, Status]:
-    snap = snapshot_of(nodes, existing)
+    snap = (build or snapshot_of)(nodes, existing)
     state = CycleState()
     verdict = plugin.pre_filter(state, p, snap)
     assert verdict is not False
@@ -91,8 +91,9 @@ def scores(
     candidates: list[NodeInfo],
     existing: list,
     failed: list[NodeInfo] = (),  # type: ignore[assignment]
+    build: Any = None,
 ) -> dict[str, int] | None:
-    snap = snapshot_of([*candidates, *failed], existing)
+    snap = (build or snapshot_of)([*candidates, *failed], existing)
     state = CycleState()
     if not plugin.pre_score(state, p, candidates, snap):
         return None
@@ -769,8 +770,50 @@ def _naive_scores(p: PodInfo, cands: list[NodeInfo], nodes: list[NodeInfo]) -> d
     }
 
 
+def _untracked(nodes: list[NodeInfo], existing: list) -> Any:
+    """A snapshot whose index follows no node map: counts read node by node."""
+    snap = snapshot_of(nodes, existing)
+    snap.cluster.nodes = None
+    return snap
+
+
+def _incremental(nodes: list[NodeInfo], existing: list) -> Any:
+    """A snapshot whose counts were asked for before half of the pods came, some of the
+    others went and a node was relabelled (the cache's order of things)."""
+    half = len(existing) // 2
+    snap = snapshot_of(nodes, existing[:half] + [(pod("gone", {"app": "a"}), nodes[0].name)])
+    for pod_ in (_incoming_any(), _incoming_any(True)):
+        LIST.pre_filter(CycleState(), pod_, snap)
+        LIST.pre_score(CycleState(), pod_, nodes, snap)
+    for p, where in existing[half:]:
+        snap.nodes[where].add_pod(p)
+        snap.cluster.add_pod(p, where)
+    gone = snap.cluster.pods["uid-default-gone"]
+    snap.nodes[nodes[0].name].remove_pod(gone)
+    snap.cluster.remove_pod(gone.uid)
+    snap.nodes[nodes[-1].name].labels["zone"] = "z-moved"
+    snap.cluster.nodes_changed()
+    snap.nodes[nodes[-1].name].labels = dict(nodes[-1].labels)
+    snap.cluster.nodes_changed()
+    return snap
+
+
+def _incoming_any(soft: bool = False) -> PodInfo:
+    """A pod whose constraints ask for the usual selectors, so their counts are kept."""
+    when = SA if soft else DNS
+    cs = [spread(1, key, when, {"matchLabels": {"app": "a"}}) for key in ("zone", HOST, "ssd")] + [
+        spread(1, "zone", when, FOO)
+    ]
+    keys = [(c["topologyKey"], c["whenUnsatisfiable"]) for c in cs]
+    cs = [c for i, c in enumerate(cs) if keys.index(keys[i]) == i]
+    return pod("asker", {"app": "a"}, topologySpreadConstraints=cs)
+
+
+@pytest.mark.parametrize("build", [None, _untracked, _incremental])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_clusters_agree_with_a_node_by_node_transcription(seed):
+def test_random_clusters_agree_with_a_node_by_node_transcription(seed, build):
+    """Also with counts read node by node (no node map), and with counts kept through pods
+    coming and going and a node relabelled after they were first asked for."""
     rnd = random.Random(seed)
     nodes = []
     for i in range(rnd.randint(3, 14)):
@@ -831,12 +874,12 @@ def test_random_clusters_agree_with_a_node_by_node_transcription(seed):
     if pts._parse(p).hard:
         got = {
             k: s.reason
-            for k, s in filter_verdicts(LIST, p, snap_nodes, existing).items()
+            for k, s in filter_verdicts(LIST, p, snap_nodes, existing, build).items()
             if not s.ok
         }
         assert got == _naive_filter(p, snap_nodes), cs
     if pts._parse(p).soft:
         cands = [n for n in snap_nodes if rnd.random() < 0.8] or snap_nodes[:1]
         assert scores(
-            LIST, p, cands, existing, [n for n in snap_nodes if n not in cands]
+            LIST, p, cands, existing, [n for n in snap_nodes if n not in cands], build
         ) == _naive_scores(p, cands, snap_nodes), cs
