@@ -30,6 +30,14 @@ class PreFilterPlugin(Plugin, Protocol):
         ...
 
 
+# A PreFilter plugin may say, as a class attribute `pre_filter_reads_pods = False`, that its
+# PreFilter reads only the pod and the cluster's objects (not the placed pods): a preemption
+# trial, which moves pods only, then reuses its PreFilter instead of running it again (upstream
+# updates such state per moved pod through PreFilterExtensions; these plugins have none to
+# update). A plugin that does not say so is run again on every trial.
+PRE_FILTER_READS_PODS = "pre_filter_reads_pods"
+
+
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status: ...

@@ -17,6 +17,7 @@ import numpy as np
 
 from scheduler.framework import unsupported
 from scheduler.framework.interface import (
+    PRE_FILTER_READS_PODS,
     UNRESOLVABLE_NODES,
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -67,6 +68,12 @@ class Profile:
         self.pre_binds = [p for p in unique.values() if isinstance(p, PreBindPlugin)]
         # Protocol isinstance checks are slow; settle each plugin's extension points once.
         self._pre_filter = [isinstance(p, PreFilterPlugin) for p in filters]
+        # PreFilters a trial must run again (they read placed pods), by position in `filters`
+        self._reads_pods = [
+            pre and getattr(p, PRE_FILTER_READS_PODS, True)
+            for p, pre in zip(filters, self._pre_filter, strict=True)
+        ]
+        self._trial_base: tuple[PodInfo, Snapshot, CycleState, list] | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
         self._score_kinds = [
             (
@@ -138,12 +145,52 @@ class Profile:
         return self._fits_alone(pod, node, snap)
 
     def _fits_alone(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
-        state = CycleState()
+        state = self._trial_state(pod, snap)
         feasible, reasons = self.filter(pod, [node], snap, state)
         if feasible:
             return Status.success()
         why = reasons.get(node.name) or ["rejected"]
         return Status.reject(*why, unresolvable=node.name in state.get(UNRESOLVABLE_NODES, ()))
+
+    def _trial_state(self, pod: PodInfo, snap: Snapshot) -> CycleState:
+        """A fresh CycleState for one fit check of `pod`, its PreFilters run as
+        `_pre_filter_all` would run them now: the ones that read only the pod and the cluster's
+        objects are run once per pod and snapshot (a preemption runs hundreds of trials that
+        move pods only, under the cache lock) and reused; the others are run again."""
+        base = self._trial_base
+        if base is None or base[0] is not pod or base[1] is not snap:
+            state = CycleState()
+            verdicts: list = [None] * len(self.filters)
+            refused = unsupported.refusal(pod.raw)
+            if refused is None:
+                for i, plugin in enumerate(self.filters):
+                    if self._pre_filter[i] and not self._reads_pods[i]:
+                        verdicts[i] = plugin.pre_filter(state, pod, snap)
+            state.pop("fallbacks", None)
+            base = self._trial_base = (pod, snap, state, [refused, verdicts])
+        _, _, prepared, (refused, verdicts) = base
+        state = CycleState(prepared)
+        if refused is not None:
+            state[PRE_FILTER_REJECTION] = refused
+            state[_ACTIVE_FILTERS] = []
+            return state
+        active = []
+        for i, plugin in enumerate(self.filters):
+            if not self._pre_filter[i]:
+                active.append(plugin)
+                continue
+            verdict = plugin.pre_filter(state, pod, snap) if self._reads_pods[i] else verdicts[i]
+            if isinstance(verdict, Status):
+                if not verdict.ok:
+                    state[PRE_FILTER_REJECTION] = verdict
+                    state[PRE_FILTER_PLUGIN] = plugin.name
+                    active = []
+                    break
+                active.append(plugin)
+            elif verdict:
+                active.append(plugin)
+        state[_ACTIVE_FILTERS] = active
+        return state
 
     def _pre_filter_all(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> list:
         """The filters that have something to check for `pod`; the first PreFilter rejection

@@ -145,11 +145,17 @@ class NodeInfo:
 
 
 def _limits_or_requests(pod: PodInfo) -> Resources:
-    return {
-        r: max(pod.limits.get(r, 0), pod.requests.get(r, 0))
-        for r in (CPU, MEMORY)
-        if r in pod.limits or r in pod.requests
-    }
+    found = pod.memo.get(_LIMITS_OR_REQUESTS)
+    if found is None:  # once per pod: preemption trials take pods off and on again
+        found = pod.memo[_LIMITS_OR_REQUESTS] = {
+            r: max(pod.limits.get(r, 0), pod.requests.get(r, 0))
+            for r in (CPU, MEMORY)
+            if r in pod.limits or r in pod.requests
+        }
+    return found
+
+
+_LIMITS_OR_REQUESTS = "NodeInfo.limits_or_requests"
 
 
 def _add(total: Resources, part: Resources, sign: int) -> None:

@@ -60,6 +60,7 @@ NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MESSAGE_PREFIX = "preemption: "  # upstream's, before the plugin's own message
 _INT32_SPAN = 2**31  # upstream adds MaxInt32+1 to each priority before summing
+_PREDICTED = NAME + ".predicted_cpu_m"
 
 
 @dataclass(frozen=True)
@@ -308,11 +309,18 @@ class Plugin:
         if allocatable <= 0:
             return u.avg
         gone_m = sum(
-            estimate(v, snap.workloads, fallback=(resources.predicted_cpu_m(v), 0)).cpu_m
-            for v in victims
+            estimate(v, snap.workloads, fallback=(_predicted_cpu_m(v), 0)).cpu_m for v in victims
         )
         recent_m = loadview.recent_cpu_m(snap, node, u)
         return max(0.0, u.avg + 100.0 * (recent_m - u.weight * gone_m) / allocatable)
+
+
+def _predicted_cpu_m(pod: PodInfo) -> int:
+    """resources.predicted_cpu_m, parsed once per pod (a victim is weighed on every trial)."""
+    found = pod.memo.get(_PREDICTED)
+    if found is None:
+        found = pod.memo[_PREDICTED] = resources.predicted_cpu_m(pod)
+    return found
 
 
 def terminating_by_preemption(pod: PodInfo) -> bool:

@@ -251,6 +251,9 @@ class Plugin:
         if terms.errors:
             return Status.reject("parsing pod: " + "; ".join(terms.errors), unresolvable=True)
         cluster = snap.cluster
+        if not terms.required_affinity and not terms.required_anti:
+            if not cluster.anti_affinity_pods:  # no placed pod's anti-affinity to check
+                return False
         affinity = _resolve(terms.required_affinity, cluster)
         anti = _resolve(terms.required_anti, cluster)
         existing = _existing_anti_pairs(pod, cluster.namespace_labels(pod.namespace), snap)

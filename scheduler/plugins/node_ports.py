@@ -30,6 +30,7 @@ def conflicts(wanted: tuple[HostPort, ...], used: dict[HostPort, int]) -> bool:
 
 class Plugin:
     name = NAME
+    pre_filter_reads_pods = False  # the pod and cluster objects only: trials reuse it
 
     def __init__(self, args: None = None) -> None:
         pass

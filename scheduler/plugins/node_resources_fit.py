@@ -41,6 +41,7 @@ def parse_args(f: Fields) -> Args:
 
 class Plugin:
     name = NAME
+    pre_filter_reads_pods = False  # the pod and cluster objects only: trials reuse it
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()

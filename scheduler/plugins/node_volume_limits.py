@@ -41,6 +41,7 @@ _IN_TREE = frozenset(
 
 class Plugin:
     name = NAME
+    pre_filter_reads_pods = False  # the pod and cluster objects only: trials reuse it
 
     def __init__(self, args: None = None) -> None:
         # Upstream's stand-in handle for a volume not provisioned yet is random per scheduler

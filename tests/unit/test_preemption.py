@@ -10,7 +10,7 @@ from scheduler.framework.errors import ConfigError
 from scheduler.framework.fields import Fields
 from scheduler.framework.profile import Profile
 from scheduler.plugins import default_preemption as dp
-from scheduler.plugins import node_resources_fit, node_unschedulable
+from scheduler.plugins import inter_pod_affinity, node_resources_fit, node_unschedulable
 from tests.unit.plugin_helpers import container, make_node, make_pod
 
 
@@ -231,3 +231,82 @@ def test_config_post_filter_and_args():
         parse_config(
             {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "DefaultPreemption"}]}}}]}
         )
+
+
+class _Counting:
+    """A PreFilter that counts its runs; `reads_pods` False declares it reads the pod only."""
+
+    def __init__(self, name: str, reads_pods: bool, verdict=True) -> None:
+        self.name = name
+        self.runs = 0
+        self.verdict = verdict
+        if not reads_pods:
+            self.pre_filter_reads_pods = False
+
+    def pre_filter(self, state, pod, snap):
+        self.runs += 1
+        state[self.name] = self.runs
+        return self.verdict
+
+    def filter(self, state, pod, node, snap):
+        assert self.name in state
+        return dp.Status.success()
+
+
+def test_trials_reuse_pod_only_prefilters_and_rerun_the_others():
+    """Upstream runs PreFilter once and updates the pod-dependent state per moved pod; a trial
+    here reuses the PreFilters that read the pod only and runs the others again."""
+    only_pod, reads = _Counting("only-pod", False), _Counting("reads", True)
+    prof = Profile("ballast", [only_pod, reads, node_resources_fit.Plugin()], [])
+    node = make_node("n1", cpu="2")
+    low = pod("low", "2")
+    snap = snapshot_of([node], [(low, "n1")])
+    high = pod("high", "2", priority=10)
+    assert not prof.fits(high, node, snap).ok
+    with TrialEdit(snap, node) as trial:
+        trial.remove(low)
+        assert prof.fits(high, node, snap).ok
+    assert not prof.fits(high, node, snap).ok
+    assert (only_pod.runs, reads.runs) == (1, 3)
+    prof.fits(high, node, snapshot_of([node]))  # another cycle's snapshot: prepared again
+    prof.fits(pod("other", "1"), node, snap)  # another pod: prepared again
+    assert (only_pod.runs, reads.runs) == (3, 5)
+
+
+def test_a_pod_only_prefilter_rejection_is_kept_on_every_trial():
+    refusing = _Counting("refusing", False, dp.Status.reject("no", unresolvable=True))
+    reads = _Counting("reads", True)
+    prof = Profile("ballast", [refusing, reads], [])
+    node = make_node("n1")
+    snap, p = snapshot_of([node]), pod("p", "1")
+    for _ in range(2):
+        status = prof.fits(p, node, snap)
+        assert not status.ok and status.reasons == ("no",) and status.unresolvable
+    assert (refusing.runs, reads.runs) == (1, 0)
+
+
+def test_trials_see_the_anti_affinity_of_the_pods_they_take_off():
+    """InterPodAffinity reads placed pods: the victim whose anti-affinity keeps the preemptor
+    out is found by the trial that takes it off."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    nodes = [make_node(n, cpu="4", labels={"kubernetes.io/hostname": n}) for n in ("n1", "n2")]
+    guard = pod("guard", "1", priority=1, affinity=anti, start="2026-01-01T00:00:00Z")
+    busy = pod("busy", "4", priority=1)
+    snap = snapshot_of(nodes, [(guard, "n1"), (busy, "n2")], now=1_000_000.0)
+    prof = Profile(
+        "ballast",
+        [node_resources_fit.Plugin(), inter_pod_affinity.Plugin()],
+        [],
+    )
+    web = pod("web", "1", priority=10, labels={"app": "web"})
+    state = CycleState()
+    feasible, reasons = prof.filter(web, list(snap.nodes.values()), snap, state)
+    assert not feasible and reasons["n1"] == [inter_pod_affinity.REASON_EXISTING_ANTI_AFFINITY]
+    plugin = dp.Plugin(dp.Args(load_aware_tie_break=False))
+    result = plugin.post_filter(state, web, snap, reasons, Handle(prof))
+    assert result.nominated_node == "n1" and [v.name for v in result.victims] == ["guard"]
+    assert snap.cluster.anti_affinity_pods.keys() == {guard.uid}  # restored
