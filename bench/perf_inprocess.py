@@ -14,7 +14,9 @@ decisions:
   inclusion policies Honor, a fifth of the nodes tainted NoSchedule);
 - preemption: PreemptionAsync (4 low-priority 900m pods per 4-CPU node, then 3-CPU
   priority-10 pods, each preempting through DefaultPreemption; victims then leave the
-  cache and the preemptor is placed on its nominated node).
+  cache and the preemptor is placed on its nominated node);
+- unschedulable: Unschedulable (plain 100m pods; every 24th pod is also one attempt of a new
+  9-CPU priority-10 pod, which fits no 4-CPU node, so its dry run tries every node).
 Node i carries zone `moon-{i % 3 + 1}`, as bench/scheduler_perf.py does.
 
 `python -m bench.perf_inprocess topology --nodes 5000 --init 5000 --pods 2000 [--profile]`
@@ -44,7 +46,7 @@ from scheduler.framework.profile import Profile
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import Snapshot, snapshot_of
 
-SHAPES = ("topology", "preferred", "default", "inclusion", "preemption")
+SHAPES = ("topology", "preferred", "default", "inclusion", "preemption", "unschedulable")
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -136,6 +138,13 @@ def measured_pods(shape: str, count: int) -> list[PodInfo]:
             nodeTaintsPolicy="Honor",
         )
         return [make_pod(f"incl-{i}", labels=foo, **spec) for i in range(count)]
+    if shape == "unschedulable":
+        out = []
+        for i in range(count):
+            out.append(make_pod(f"pod-{i}"))
+            if i % 24 == 23:
+                out.append(make_pod(f"huge-{i}", "9", priority=10))
+        return out
     assert shape == "preemption"
     return [make_pod(f"high-{i}", "3000m", priority=10) for i in range(count)]
 

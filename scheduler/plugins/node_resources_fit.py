@@ -2,7 +2,9 @@
 
 Checks the pod count, cpu, memory, ephemeral-storage and every extended resource the pod asks
 for (a resource the node does not offer has 0 left). Reasons as kube-scheduler writes them:
-"Too many pods", "Insufficient cpu", "Insufficient nvidia.com/gpu".
+"Too many pods", "Insufficient cpu", "Insufficient nvidia.com/gpu". A request above the
+node's whole allocatable makes the rejection unresolvable (v1.34's InsufficientResource
+Unresolvable): no eviction can make room, so preemption does not try the node.
 """
 
 from __future__ import annotations
@@ -69,10 +71,13 @@ class Plugin:
         if len(node.pods) + 1 > pods_allowed(node):
             reasons.append("Too many pods")
         requested, allocatable = node.requested, node.allocatable
+        unresolvable = False
         for name, value in wanted:
-            if value > allocatable.get(name, 0) - requested.get(name, 0):
+            have = allocatable.get(name, 0)
+            if value > have - requested.get(name, 0):
                 reasons.append(f"Insufficient {name}")
-        return Status.reject(*reasons) if reasons else Status.success()
+                unresolvable = unresolvable or value > have
+        return Status.reject(*reasons, unresolvable=unresolvable) if reasons else Status.success()
 
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot

@@ -39,6 +39,18 @@ def test_fit_reports_every_missing_resource():
     )
 
 
+def test_fit_request_above_the_whole_node_is_unresolvable():
+    """v1.34: a request no eviction can make room for is UnschedulableAndUnresolvable, so
+    preemption skips the node; one that fits the empty node stays resolvable."""
+    node = make_node(cpu="4", memory="1Gi", pods=1)
+    node.add_pod(make_pod("a", [container(cpu="3")]))
+    too_big = run(node_resources_fit.Plugin(), make_pod(containers=[container(cpu="9")]), node)
+    assert too_big.reasons == ("Too many pods", "Insufficient cpu") and too_big.unresolvable
+    crowded = run(node_resources_fit.Plugin(), make_pod(containers=[container(cpu="2")]), node)
+    assert crowded.reasons == ("Too many pods", "Insufficient cpu")
+    assert not crowded.unresolvable
+
+
 def test_fit_accepts_exact_fit_and_counts_init_containers():
     node = make_node(cpu="1", memory="1Gi")
     assert run(node_resources_fit.Plugin(), make_pod(containers=[container(cpu="1")]), node).ok

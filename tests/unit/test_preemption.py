@@ -310,3 +310,20 @@ def test_trials_see_the_anti_affinity_of_the_pods_they_take_off():
     result = plugin.post_filter(state, web, snap, reasons, Handle(prof))
     assert result.nominated_node == "n1" and [v.name for v in result.victims] == ["guard"]
     assert snap.cluster.anti_affinity_pods.keys() == {guard.uid}  # restored
+
+
+def test_a_pod_larger_than_any_node_does_not_try_preemption():
+    """Its NodeResourcesFit rejections are unresolvable (v1.34): no dry run, and the message
+    says preemption is not helpful, as kube-scheduler's."""
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(3)]
+    placed = [(pod(f"low{i}", "1"), f"n{i}") for i in range(3)]
+    tries: list[str] = []
+
+    class Counting(Handle):
+        def fits(self, p, node, snap):
+            tries.append(node.name)
+            return super().fits(p, node, snap)
+
+    result, _ = run(pod("huge", "9", priority=10), nodes, placed, Counting(profile()))
+    assert not result.nominated_node and result.clear and tries == []
+    assert result.message == "preemption: 0/3 nodes are available: 3 " + dp.NOT_HELPFUL + "."
