@@ -110,6 +110,7 @@ class WatcherApplication(BaseApplication):
             "on_exit": self._on_exit,
             "child_exit": self._child_exit,
             "worker_exit": self._worker_exit,
+            "post_worker_init": self._post_worker_init,
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
@@ -135,6 +136,11 @@ class WatcherApplication(BaseApplication):
             self.figures.export(self.poller, self._stop_export)
         log.warning("ballast watcher listening on %s (%s store)", self.config.listen,
                     "memory" if self.memory else "redis")  # fmt: skip
+
+    def _post_worker_init(self, worker: Any) -> None:
+        # A worker that boots while the store is away has nothing to serve (503) until it
+        # comes back; this line tells an operator (and the tests) when each worker started.
+        log.info("API worker %d serving", worker.pid)
 
     def _on_exit(self, server: Any) -> None:
         self._stop_export.set()
