@@ -7,6 +7,13 @@ sigma = sigma ** (1 / sensitivity) (sensitivity 0 makes it 0), sigma = clamp(sig
 0, 1), score = (1 - (mu + sigma) / 2) * 100. The node's score is the lower of cpu and memory,
 rounded as Go rounds. Usage comes through loadview, so a node without data is judged by its
 allocation rather than scored 0.
+
+Ballast-only, `orderSaturated` (default true; false is upstream exactly): where the pod would
+take a resource past its capacity (avg_used + request > capacity), mu is not clamped at 1 (nor
+avg_used at capacity) and the score is clamped at 0 instead, so saturated nodes are ordered by
+their predicted overflow plus deviation rather than by the deviation alone, and one never
+outscores an unsaturated node of the same deviation. A node within capacity scores as upstream
+(docs/placement.md, "Saturated scores").
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class Args:
     safe_variance_sensitivity: float = 1.0
     watcher_address: str = ""
     estimator: EstimatorArgs = EstimatorArgs()
+    order_saturated: bool = True
 
 
 def parse_args(f: Fields) -> Args:
@@ -47,6 +55,7 @@ def parse_args(f: Fields) -> Args:
         safe_variance_sensitivity=sensitivity if sensitivity >= 0 else d.safe_variance_sensitivity,
         watcher_address=trimaran_spec(f),
         estimator=parse_estimator_args(f),
+        order_saturated=f.boolean("orderSaturated", d.order_saturated),
     )
     f.finish()
     return args
@@ -59,21 +68,29 @@ def resource_scores(
     capacity: np.ndarray,
     margin: float,
     sens: float,
+    order_saturated: bool = False,
 ) -> np.ndarray:
     """Unrounded 0..100 scores of one resource over nodes, upstream's computeScore (inputs
-    clamped first, then GetMuSigma, then the sensitivity root and the margin)."""
+    clamped first, then GetMuSigma, then the sensitivity root and the margin); with
+    `order_saturated`, mu unclamped where it passes 1 (the module's docstring)."""
     valid = capacity > 0
     cap = np.where(valid, capacity, 1.0)
     request = max(request, 0.0)
+    mu_raw = (np.maximum(used_avg, 0.0) + request) / cap
     used_avg = np.maximum(np.minimum(used_avg, cap), 0.0)
     used_std = np.maximum(np.minimum(used_std, cap), 0.0)
     mu = np.maximum(np.minimum((used_avg + request) / cap, 1.0), 0.0)
+    if order_saturated:
+        mu = np.where(mu_raw > 1.0, mu_raw, mu)
     sigma = np.maximum(np.minimum(used_std / cap, 1.0), 0.0)
     if sens >= 0:
         # Go: 1/0 is +Inf and x**+Inf is 0 for 0 <= x < 1, 1 for x == 1
         sigma = sigma ** (1 / sens if sens else math.inf)
     sigma = np.maximum(np.minimum(sigma * margin, 1.0), 0.0)
-    return np.where(valid, (1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE, 0.0)
+    scores = (1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE
+    if order_saturated:
+        scores = np.maximum(scores, 0.0)
+    return np.where(valid, scores, 0.0)
 
 
 def resource_score(
@@ -123,6 +140,7 @@ class Plugin:
             capacity,
             a.safe_variance_margin,
             a.safe_variance_sensitivity,
+            a.order_saturated,
         )
         return scores, np.array([u.reason != UNSERVED for u in used], dtype=bool)
 

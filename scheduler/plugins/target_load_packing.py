@@ -6,6 +6,14 @@ node's CPU usage percent times status.capacity. Below the target T the score ris
 Go rounds. Usage comes through loadview (allocation fallback, stale blend); pods bound recently
 (Snapshot.recent_cpu_m) count in proportion to how much measured data the usage holds, since
 allocation already includes them.
+
+Ballast-only, `orderSaturated` (default true; false is upstream exactly): when the formula
+gives every node 0 (each would pass 100 % or come within half a point of it), the tie is broken
+by the least predicted use: U_max scores 0, U_min 100, linear between. A pass where any node
+scores above 0 is upstream's, so no node the formula can tell apart changes its order or score.
+Upstream picks at random among the saturated nodes, and a heavy pod then lands on any of them
+(docs/placement.md, "Saturated scores"). Only score_all sees every node, so only it breaks the
+tie; score() on one node is the plain formula.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot
+from scheduler.framework import CPU, MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.framework.resources import (
     DEFAULT_REQUESTS_CPU_M,
     DEFAULT_REQUESTS_MULTIPLIER,
@@ -46,6 +54,7 @@ class Args:
     default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
     watcher_address: str = ""
     estimator: EstimatorArgs = EstimatorArgs()
+    order_saturated: bool = True
 
 
 def parse_args(f: Fields) -> Args:
@@ -57,6 +66,7 @@ def parse_args(f: Fields) -> Args:
         default_requests_multiplier=multiplier,
         watcher_address=trimaran_spec(f),
         estimator=parse_estimator_args(f),
+        order_saturated=f.boolean("orderSaturated", d.order_saturated),
     )
     f.finish()
     return args
@@ -84,8 +94,10 @@ def tlp_scores(
     pod_m: float,
     recent_m: np.ndarray,
     target: int,
+    order_saturated: bool = False,
 ) -> np.ndarray:
-    """tlp_score over arrays of nodes, with the same float steps (so the same results)."""
+    """tlp_score over arrays of nodes, with the same float steps (so the same results); with
+    `order_saturated`, an all-zero pass ordered by predicted use (the module's docstring)."""
     used_m = (used_percent / 100) * capacity_m
     with np.errstate(divide="ignore", invalid="ignore"):
         predicted = np.where(capacity_m != 0, 100 * (used_m + pod_m + recent_m) / capacity_m, 0.0)
@@ -93,7 +105,18 @@ def tlp_scores(
     over = go_round_array(t * (100 - predicted) / (100 - t)) if t != 100 else predicted * 0
     under = go_round_array((100 - t) * predicted / t + t)
     scores = np.where(predicted > t, np.where(predicted > 100, 0, over), under)
+    if order_saturated and len(scores) > 1 and not scores.any():
+        return saturated_order(predicted)
     return scores.astype(np.int64)
+
+
+def saturated_order(predicted: np.ndarray) -> np.ndarray:
+    """0..100 by predicted use, the least 100 and the most 0; all 0 when they are equal."""
+    low, high = float(predicted.min()), float(predicted.max())
+    if not high > low:  # equal, or NaN from a zero capacity
+        return np.zeros(len(predicted), dtype=np.int64)
+    ranked = go_round_array(MAX_NODE_SCORE * (high - predicted) / (high - low))
+    return np.nan_to_num(ranked).astype(np.int64)
 
 
 class Plugin:
@@ -138,5 +161,6 @@ class Plugin:
             float(state[_KEY]),
             np.asarray(recent_m, dtype=np.float64) * np.asarray(weight, dtype=np.float64),
             self.args.target_utilization,
+            self.args.order_saturated,
         )
         return scores.tolist()

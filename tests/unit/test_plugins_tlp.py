@@ -105,3 +105,38 @@ def test_vectorised_scores_equal_node_by_node():
         pod = make_pod(containers=[container(cpu="150m")])
         one_by_one = [plugin.score(CycleState(), pod, n, snap) for n in nodes]
         assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one
+
+
+def test_saturated_pass_ordered_by_predicted_use():
+    # Not upstream: every node past 100 % scores 0 there and the pick is a random tie;
+    # orderSaturated (the default) ranks them by predicted use, the least overflow first.
+    nodes = [make_node(f"n{i}", cpu="1000m") for i in range(4)]
+    loads = {n.name: {"cpu": stats(avg=a)} for n, a in zip(nodes, (70, 60, 90, 65), strict=True)}
+    snap = snapshot(nodes, loads)
+    pod = make_pod(containers=[container(limits={"cpu": "500m"})])  # U = 120, 110, 140, 115
+    assert Plugin().score_all(CycleState(), pod, nodes, snap) == [67, 100, 0, 83]
+    upstream = Plugin(Args(order_saturated=False))
+    assert upstream.score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
+    assert [Plugin().score(CycleState(), pod, n, snap) for n in nodes] == [0, 0, 0, 0]
+
+
+def test_saturated_order_leaves_any_scored_pass_as_upstream():
+    # one node still under 100 %: upstream's scores stand, zeros and all
+    nodes = [make_node(f"n{i}", cpu="1000m") for i in range(3)]
+    loads = {n.name: {"cpu": stats(avg=a)} for n, a in zip(nodes, (70, 20, 90), strict=True)}
+    snap = snapshot(nodes, loads)
+    pod = make_pod(containers=[container(limits={"cpu": "500m"})])  # U = 120, 70, 140
+    assert Plugin().score_all(CycleState(), pod, nodes, snap) == [0, 20, 0]
+    assert Plugin(Args(order_saturated=False)).score_all(CycleState(), pod, nodes, snap) == [
+        0,
+        20,
+        0,
+    ]
+
+
+def test_order_saturated_is_an_argument():
+    from scheduler.framework.fields import Fields
+    from scheduler.plugins.target_load_packing import parse_args
+
+    assert parse_args(Fields({}, "a")).order_saturated is True
+    assert parse_args(Fields({"orderSaturated": False}, "a")).order_saturated is False

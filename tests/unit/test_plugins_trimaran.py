@@ -1,5 +1,6 @@
 """LoadVariationRiskBalancing and LowRiskOverCommitment against Trimaran's reference vectors."""
 
+import numpy as np
 import pytest
 
 from scheduler.framework import CycleState
@@ -170,3 +171,27 @@ def test_lvrb_batch_equals_node_by_node():
         one_by_one = [plugin.score(CycleState(), pod, n, snap) for n in nodes]
         assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one
         assert all(0 <= s <= 100 for s in one_by_one)
+
+
+def test_lvrb_saturated_nodes_ordered_by_overflow():
+    # Not upstream: there mu clamps at 1, so past capacity only the deviation orders nodes
+    # (85 % + 300m and 95 % + 300m both score 50 - sigma / 2); orderSaturated (the default)
+    # keeps mu = 1.15 and 1.25, and the least overflow wins.
+    pod = make_pod(containers=[container(cpu="300m", memory="1Mi")])
+    low, high = {"cpu": stats(avg=85, std=4)}, {"cpu": stats(avg=95, std=2)}
+    assert (lvrb_score(pod, low), lvrb_score(pod, high)) == (41, 37)  # 40.5, 36.5
+    upstream = {"order_saturated": False}
+    assert (lvrb_score(pod, low, **upstream), lvrb_score(pod, high, **upstream)) == (48, 49)
+    # far past capacity the score stops at 0 instead of going negative
+    assert lvrb_score(pod, {"cpu": stats(avg=100, std=100)}) == 0
+
+
+@pytest.mark.parametrize(
+    "avg,std,pod", [(40, 36, 10), (0, 0, 0), (90, 10, 10), (100, 5, 0), (70, 80, 30)]
+)
+def test_lvrb_order_saturated_changes_nothing_within_capacity(avg, std, pod):
+    for sens in (0, 0.5, 1, 2):
+        ballast = lvrb.resource_scores(
+            np.array([avg]), np.array([std]), pod, np.array([100.0]), 1, sens, True
+        )
+        assert float(ballast[0]) == lvrb.resource_score(avg, std, pod, 100, 1, sens)
