@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
 
 all: test
 
@@ -98,6 +98,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
+
+# What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):
+# bytes per pod in Redis (on a throwaway redis-server) and in the watcher, a pod poll, the
+# scheduler's parsed copy and one estimate; results in bench/results/profiles.json.
+bench-profiles: deps $(VENV)/.bench-installed
+	$(PY) -m bench.profiles $(BENCH_ARGS)
 
 # Rebalancers side by side (none, Ballast's, upstream descheduler) on drift, hot-start and
 # stable; builds the descheduler into .cache/ on first use. BENCH_ARGS="--seeds 1" for one seed.
