@@ -41,6 +41,9 @@ class PodPoller:
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.pods = 0  # pods with usage in the last poll
+        self.pods_seen = 0  # pods with usage, summed over polls
+        self.polls = 0
+        self.poll_seconds = 0.0
         self.last: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
         self._persisted = 0.0
         self._logged: set[str] = set()
@@ -56,7 +59,26 @@ class PodPoller:
         self.book.load(rings, workloads)
         log.info("pod poller: %d workload profiles reloaded", len(self.book))
 
+    def counters(self) -> dict[str, Any]:
+        """This poller's figures for /metrics (watcher.selfmetrics)."""
+        return {
+            "polls": self.polls,
+            "pollSeconds": round(self.poll_seconds, 4),
+            "pods": self.pods,
+            "podsSeen": self.pods_seen,
+            "pollErrors": dict(self.errors),
+            "rejected": dict(self.rejected),
+        }
+
     def poll(self) -> None:
+        started = time.monotonic()
+        try:
+            self._poll()
+        finally:
+            self.polls += 1
+            self.poll_seconds += time.monotonic() - started
+
+    def _poll(self) -> None:
         fetch = self.source.fetch()
         now = fetch.time
         if fetch.error is not None:
@@ -67,6 +89,7 @@ class PodPoller:
             self._logged = {k for k in self._logged if not k.startswith("error:")}
             self.last = {"time": now, "ok": True, "error": None}
             self.pods = len(fetch.usage)
+            self.pods_seen += self.pods
             rejected = Counter(fetch.rejected)
             self.book.add(now, self.group(fetch.usage, rejected))
             self.rejected.update(rejected)

@@ -40,11 +40,13 @@ EXPORT_INTERVAL = 1.0  # how often the master refreshes the poller file; scrapes
 
 
 def poller_figures(poller: Any) -> dict[str, Any]:
-    """What one poller did so far, as plain JSON-able data."""
+    """What one poller did so far, as plain JSON-able data; `pods`, its pod poller's."""
+    pods = getattr(poller, "pods", None)
     return {
         **poller.counters(),
         "leading": bool(poller.leading),
         "lastDuration": poller.last_poll.get("duration") or 0.0,
+        "pods": pods.counters() if pods is not None else {},
     }
 
 
@@ -133,14 +135,32 @@ class ReplicaCollector:
             "Failed store operations of this replica's poller",
             value=fig.get("storeErrors", 0),
         )
+        yield from _by_reason(fig, "ballast_watcher", "provider queries", "samples")
+        pods = fig.get("pods") or {}
         for name, key, text in (
-            ("ballast_watcher_poll_errors", "pollErrors", "Failed provider queries by reason"),
-            ("ballast_watcher_rejected_samples", "rejected", "Rejected samples by reason"),
+            ("pod_polls", "polls", "Pod usage polls by this replica (workload profiles)"),
+            ("pod_poll_seconds", "pollSeconds", "Time this replica spent polling pod usage"),
+            ("pods_seen", "podsSeen", "Pods with a usage sample, summed over this replica's polls"),
         ):
-            family = CounterMetricFamily(name, f"{text}, this replica", labels=["reason"])
-            for reason, count in sorted(fig.get(key, {}).items()):
-                family.add_metric([reason], count)
-            yield family
+            yield CounterMetricFamily(f"ballast_watcher_{name}", text, value=pods.get(key, 0))
+        yield GaugeMetricFamily(
+            "ballast_watcher_pods",
+            "Pods with a usage sample in this replica's last pod poll",
+            value=pods.get("pods", 0),
+        )
+        yield from _by_reason(pods, "ballast_watcher_pod", "pod usage queries", "pod samples")
+
+
+def _by_reason(fig: dict[str, Any], prefix: str, queries: str, samples: str) -> Iterator[Metric]:
+    """`<prefix>_poll_errors` and `<prefix>_rejected_samples`, counters by reason."""
+    for name, key, text in (
+        (f"{prefix}_poll_errors", "pollErrors", f"Failed {queries} by reason"),
+        (f"{prefix}_rejected_samples", "rejected", f"Rejected {samples} by reason"),
+    ):
+        family = CounterMetricFamily(name, f"{text}, this replica", labels=["reason"])
+        for reason, count in sorted(fig.get(key, {}).items()):
+            family.add_metric([reason], count)
+        yield family
 
 
 def render(collector: ReplicaCollector) -> bytes:
