@@ -85,14 +85,18 @@ class WorkloadsReader:
         def loop() -> None:
             while True:
                 time.sleep(interval)
-                try:
-                    self.get()
-                except StoreError:
-                    pass  # no copy yet; the next round tries again
+                self.refresh()
 
+        self.refresh()  # before the worker serves, as the snapshot's first read
         thread = threading.Thread(target=loop, name="workloads-refresh", daemon=True)
         thread.start()
         return thread
+
+    def refresh(self) -> None:
+        try:
+            self.get()
+        except StoreError:
+            pass  # no copy yet; the next round tries again
 
     def get(self) -> tuple[Body, dict[str, Any]] | tuple[None, None]:
         with self._lock:

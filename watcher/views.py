@@ -217,6 +217,9 @@ class SnapshotReader:
                 time.sleep(interval)
                 self.get()
 
+        # The first read before the worker serves: a store that goes away in the worker's first
+        # second must not find it without a copy.
+        self.get()
         thread = threading.Thread(target=loop, name="snapshot-refresh", daemon=True)
         thread.start()
         return thread
