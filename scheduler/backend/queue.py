@@ -4,7 +4,14 @@ Three rooms, as in kube-scheduler's backend/queue:
 - active: ready to schedule now, a heap ordered by (-priority, creation time);
 - backoff: failed recently, waiting out an exponential delay before returning to active;
 - unschedulable: no node fitted; they wait for a cluster change (a node added or updated, a pod
-  deleted) or for the periodic flush, then go through backoff again.
+  deleted), an edit of the pod itself (not of its status) or the periodic flush, then go through
+  backoff again.
+
+As v1.34's SchedulerPopFromBackoffQ (beta, on by default): when no pod is active, `pop` takes the
+pod whose backoff ends first among those a cluster change moved out of the unschedulable room,
+instead of idling out the rest of its backoff (a preemptor whose victims are gone binds at once).
+Pods backing off after an error (a failed bind, a scheduler error) still wait, as upstream's
+podErrorBackoffQ is never popped early.
 
 A pod is known by uid. `add` of a pod already queued refreshes its data (spec edits, priority)
 but keeps its attempt count. `pop` blocks up to a timeout, so the caller can watch for shutdown.
@@ -18,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.framework import PodInfo
 
@@ -35,6 +43,7 @@ class _Entry:
     ready_at: float = 0.0  # when backoff ends (monotonic seconds)
     parked_at: float = 0.0  # when it entered the unschedulable room
     moved: bool = False  # a cluster change happened while it was being scheduled
+    backoff_seq: int = -1  # the seq of its current backoff heap item (older items are stale)
 
 
 class SchedulingQueue:
@@ -44,6 +53,7 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         unschedulable_flush: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        pop_from_backoff: bool = True,
     ) -> None:
         self._initial = initial_backoff
         self._max = max_backoff
@@ -51,7 +61,11 @@ class SchedulingQueue:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
         self._active: list[tuple[int, float, int, str]] = []  # (-priority, created, seq, uid)
-        self._backoff: list[tuple[float, int, str]] = []  # (ready_at, seq, uid)
+        # (ready_at, seq, uid): pods a cluster change moved, which `pop` may take early, and
+        # pods that failed with an error, which wait out their backoff
+        self._backoff: list[tuple[float, int, str]] = []
+        self._error_backoff: list[tuple[float, int, str]] = []
+        self._pop_from_backoff = pop_from_backoff
         self._parked: set[str] = set()  # uids in the unschedulable room
         self._in_flight: set[str] = set()  # popped and not yet settled
         self._seq = itertools.count()
@@ -68,12 +82,16 @@ class SchedulingQueue:
                 self._push_active(entry)
                 self._cond.notify()
                 return
-            priority_changed = entry.pod.priority != pod.priority
+            old = entry.pod
+            priority_changed = old.priority != pod.priority
             entry.pod = pod
             if entry.room == ACTIVE and priority_changed:
                 self._push_active(entry)  # the stale heap item is skipped when popped
-            elif entry.room == UNSCHEDULABLE:
-                # An edited pod may fit now (kube-scheduler does the same on pod update).
+            elif entry.room == UNSCHEDULABLE and (
+                priority_changed or pod_updated(old.raw, pod.raw)
+            ):
+                # An edited pod may fit now (kube-scheduler does the same on pod update); a
+                # status write (our own PodScheduled=False, a nomination) changes nothing.
                 self._to_backoff_or_active(entry)
                 self._cond.notify()
 
@@ -95,7 +113,7 @@ class SchedulingQueue:
                 self._entries[pod.uid] = entry = _Entry(pod)
             entry.pod = pod
             entry.attempts += 1
-            self._to_backoff(entry)
+            self._to_backoff(entry, error=True)
             self._cond.notify()
 
     def unschedulable(self, pod: PodInfo) -> None:
@@ -138,10 +156,11 @@ class SchedulingQueue:
                     entry = self._entries.get(uid)
                     if entry is None or entry.room != ACTIVE:
                         continue
-                    entry.room = IN_FLIGHT
-                    entry.moved = False
-                    self._in_flight.add(uid)
-                    return entry.pod
+                    return self._take(entry)
+                if self._pop_from_backoff:
+                    entry = self._valid_head(self._backoff, pop=True)
+                    if entry is not None:
+                        return self._take(entry)
                 wait = self._next_wakeup(now)
                 if deadline is not None:
                     left = deadline - now
@@ -190,6 +209,25 @@ class SchedulingQueue:
             return 0.0
         return min(self._initial * (2 ** min(attempts - 1, 30)), self._max)
 
+    def _take(self, entry: _Entry) -> PodInfo:
+        entry.room = IN_FLIGHT
+        entry.moved = False
+        self._in_flight.add(entry.pod.uid)
+        return entry.pod
+
+    def _valid_head(self, heap: list[tuple[float, int, str]], pop: bool = False) -> _Entry | None:
+        """The entry of the heap's first current item, stale items dropped on the way; popped
+        from the heap if `pop`."""
+        while heap:
+            _, seq, uid = heap[0]
+            entry = self._entries.get(uid)
+            if entry is not None and entry.room == BACKOFF and entry.backoff_seq == seq:
+                if pop:
+                    heapq.heappop(heap)
+                return entry
+            heapq.heappop(heap)
+        return None
+
     def _settle(self, uid: str) -> None:
         self._parked.discard(uid)
         self._in_flight.discard(uid)
@@ -200,25 +238,26 @@ class SchedulingQueue:
         pod = entry.pod
         heapq.heappush(self._active, (-pod.priority, pod.created, next(self._seq), pod.uid))
 
-    def _to_backoff(self, entry: _Entry) -> None:
-        self._settle(entry.pod.uid)
-        entry.room = BACKOFF
+    def _to_backoff(self, entry: _Entry, error: bool = False) -> None:
         entry.ready_at = self._clock() + self.backoff_for(entry.attempts)
-        heapq.heappush(self._backoff, (entry.ready_at, next(self._seq), entry.pod.uid))
+        self._push_backoff(entry, self._error_backoff if error else self._backoff)
 
     def _to_backoff_or_active(self, entry: _Entry) -> None:
         if self._clock() >= entry.ready_at:
             self._push_active(entry)
         else:
-            self._settle(entry.pod.uid)
-            entry.room = BACKOFF
-            heapq.heappush(self._backoff, (entry.ready_at, next(self._seq), entry.pod.uid))
+            self._push_backoff(entry, self._backoff)
+
+    def _push_backoff(self, entry: _Entry, heap: list[tuple[float, int, str]]) -> None:
+        self._settle(entry.pod.uid)
+        entry.room = BACKOFF
+        entry.backoff_seq = next(self._seq)
+        heapq.heappush(heap, (entry.ready_at, entry.backoff_seq, entry.pod.uid))
 
     def _promote(self, now: float) -> None:
-        while self._backoff and self._backoff[0][0] <= now:
-            _, _, uid = heapq.heappop(self._backoff)
-            entry = self._entries.get(uid)
-            if entry is not None and entry.room == BACKOFF and entry.ready_at <= now:
+        for heap in (self._backoff, self._error_backoff):
+            while (entry := self._valid_head(heap)) is not None and entry.ready_at <= now:
+                heapq.heappop(heap)
                 self._push_active(entry)
         if self._flush > 0 and self._parked:
             for uid in list(self._parked):
@@ -227,10 +266,27 @@ class SchedulingQueue:
                     self._push_active(entry)
 
     def _next_wakeup(self, now: float) -> float | None:
-        waits = []
-        if self._backoff:
-            waits.append(max(self._backoff[0][0] - now, 0.0))
+        heaps = (self._backoff, self._error_backoff)
+        waits = [max(heap[0][0] - now, 0.0) for heap in heaps if heap]
         if self._flush > 0 and self._parked:
             oldest = min(self._entries[uid].parked_at for uid in self._parked)
             waits.append(max(oldest + self._flush - now, 0.0))
         return min(waits) if waits else None
+
+
+# What upstream's isPodUpdated strips before comparing: metadata every write bumps, and the
+# status but for its resource claims.
+_NOT_EDITS = frozenset({"resourceVersion", "generation", "managedFields", "finalizers"})
+_STATUS_EDITS = ("resourceClaimStatuses", "extendedResourceClaimStatus")
+
+
+def pod_updated(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a pod's update may change where it fits (upstream's isPodUpdated)."""
+    if any(old.get(k) != new.get(k) for k in (old.keys() | new.keys()) - {"status", "metadata"}):
+        return True
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    if any(old_status.get(k) != new_status.get(k) for k in _STATUS_EDITS):
+        return True
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (old_meta.keys() | new_meta.keys()) - _NOT_EDITS
+    return any(old_meta.get(k) != new_meta.get(k) for k in keys)

@@ -5,10 +5,18 @@ Written as events.k8s.io/v1 Events, as kube-scheduler writes them: `reportingCon
 profile's scheduler name, `reportingInstance` this replica's identity. Posting happens on a
 small worker pool behind a bounded queue, so a slow API server never slows scheduling; when the
 queue is full the event is dropped and counted.
+
+A PodScheduled=False patch may wait in that queue while the scheduler retries the pod and binds
+it; written after the binding it would mark a bound pod unschedulable. So it is dropped when the
+pod was scheduled after the patch was queued, and it carries the pod's resourceVersion as seen
+by the scheduler, so the API server refuses it (409) once the pod has changed since, the
+binding included; then the pod is read again and patched at its current version unless it is
+bound by now (v1.34 cancels a pending status patch when the pod's binding is dispatched).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import random
@@ -40,6 +48,9 @@ HOLD_POLL_S = 0.05
 # 429) is tried again, up to this many times in all, so a restart of the API server loses none.
 SEND_TRIES = 12
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
+# A PodScheduled patch refused for a changed pod is tried at the pod's current version this
+# many times in all (each refusal means another write to the pod came first).
+CONFLICT_TRIES = 3
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -82,10 +93,11 @@ def event_body(
     }
 
 
-def pod_scheduled_false(reason: str, message: str) -> dict[str, Any]:
+def pod_scheduled_false(reason: str, message: str, resource_version: str = "") -> dict[str, Any]:
     """A strategic-merge patch of pods/status: condition PodScheduled=False, as kube-scheduler
-    writes it for pods it cannot place (kubectl describe and cluster-autoscaler read it)."""
-    return {
+    writes it for pods it cannot place (kubectl describe and cluster-autoscaler read it). With
+    `resource_version`, the API server applies it only to that version of the pod."""
+    patch: dict[str, Any] = {
         "status": {
             "conditions": [
                 {
@@ -99,6 +111,9 @@ def pod_scheduled_false(reason: str, message: str) -> dict[str, Any]:
             ]
         }
     }
+    if resource_version:
+        patch["metadata"] = {"resourceVersion": resource_version}
+    return patch
 
 
 @dataclass(frozen=True)
@@ -107,7 +122,7 @@ class _Write:
     path: str
     body: dict[str, Any]
     what: str  # for log lines
-    patch_of: tuple[str, str] | None = None  # (pod, namespace) of a pods/status patch
+    patch_of: tuple[str, str, str] | None = None  # (pod, namespace, uid) of a pods/status patch
     queued: float = field(default_factory=time.monotonic)
 
 
@@ -124,10 +139,13 @@ class EventRecorder:
         self.dropped = 0
         self.errors = 0
         self.conditions = 0  # PodScheduled=False patches accepted
+        self.superseded = 0  # PodScheduled=False patches left out: the pod was bound meanwhile
         # uid -> the condition last queued: a pod retried with the same outcome is not patched
         # again (the API write would change nothing but lastTransitionTime).
         self._marked: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._marked_lock = threading.Lock()
+        # uid -> when the pod was scheduled (monotonic), for the patches queued before that
+        self._scheduled_at: OrderedDict[str, float] = OrderedDict()
         self._busy: Callable[[], bool] | None = None
         self._stopping = False
         self._threads = [
@@ -170,6 +188,10 @@ class EventRecorder:
             note += f" (score {score})"
         with self._marked_lock:
             self._marked.pop(pod.uid, None)
+            self._scheduled_at[pod.uid] = time.monotonic()
+            self._scheduled_at.move_to_end(pod.uid)
+            while len(self._scheduled_at) > MARKED_CAPACITY:
+                self._scheduled_at.popitem(last=False)
         self._put(pod, "Scheduled", note, NORMAL, "Binding")
 
     def failed(self, pod: PodInfo, message: str, reason: str = UNSCHEDULABLE) -> None:
@@ -184,8 +206,10 @@ class EventRecorder:
             while len(self._marked) > MARKED_CAPACITY:
                 self._marked.popitem(last=False)
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
-        body = pod_scheduled_false(reason, message)
-        self._offer(_Write("PATCH", path, body, f"condition {pod.key}", (pod.name, pod.namespace)))
+        version = (pod.raw.get("metadata") or {}).get("resourceVersion", "")
+        body = pod_scheduled_false(reason, message, version)
+        target = (pod.name, pod.namespace, pod.uid)
+        self._offer(_Write("PATCH", path, body, f"condition {pod.key}", target))
 
     def _put(self, pod: PodInfo, reason: str, note: str, kind: str, action: str) -> None:
         body = event_body(pod, reason, note, kind, action, pod.scheduler_name, self.instance)
@@ -204,15 +228,38 @@ class EventRecorder:
         # A strategic merge, as the typed client sends a dict patch; raw like the rest, so the
         # recorder needs none of the client's generated API classes (their import is a third
         # of the scheduler's start-up CPU).
-        name, namespace = write.patch_of
-        return kubeapi.request(
-            self._api,
-            "PATCH",
-            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
-            write.body,
-            REQUEST_TIMEOUT,
-            content_type="application/strategic-merge-patch+json",
-        )
+        name, namespace, uid = write.patch_of
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        body = write.body
+        for _ in range(CONFLICT_TRIES):
+            answer = kubeapi.request(
+                self._api,
+                "PATCH",
+                f"{path}/status",
+                body,
+                REQUEST_TIMEOUT,
+                content_type="application/strategic-merge-patch+json",
+            )
+            if answer.status != 409:
+                return answer
+            # The pod changed since the scheduler saw it: still pending, patch what it is now.
+            current = kubeapi.request(self._api, "GET", path, None, REQUEST_TIMEOUT)
+            if not current.ok:
+                return current
+            pod = json.loads(current.body)
+            meta = pod.get("metadata") or {}
+            if meta.get("uid") != uid or (pod.get("spec") or {}).get("nodeName"):
+                return answer  # bound (or recreated): the condition is not ours to write
+            body = {**body, "metadata": {"resourceVersion": meta.get("resourceVersion", "")}}
+        return answer
+
+    def _superseded(self, write: _Write) -> bool:
+        """A PodScheduled=False patch queued before its pod was scheduled."""
+        if write.patch_of is None:
+            return False
+        with self._marked_lock:
+            scheduled = self._scheduled_at.get(write.patch_of[2])
+        return scheduled is not None and scheduled >= write.queued
 
     def _run(self) -> None:
         while True:
@@ -220,6 +267,9 @@ class EventRecorder:
             if write is None:
                 return
             self._hold(write)
+            if self._superseded(write):
+                self.superseded += 1
+                continue
             try:
                 answer = self._deliver(write)
             except Exception as exc:  # noqa: BLE001 - transport errors; best effort
@@ -231,6 +281,8 @@ class EventRecorder:
                     self.conditions += 1
                 else:
                     self.posted += 1
+            elif answer.status == 409:  # bound since the scheduler saw it
+                self.superseded += 1
             elif answer.status != 404:  # a pod deleted meanwhile needs no condition
                 self.errors += 1
                 log.debug("%s refused: %s", write.what, answer.message())

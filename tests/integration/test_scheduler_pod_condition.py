@@ -6,6 +6,10 @@ import json
 
 from kubernetes import client
 
+from scheduler.framework import resources
+from scheduler.kube import kubeapi
+from scheduler.kube.binder import binding_body
+from scheduler.kube.events import EventRecorder
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     T,
@@ -15,6 +19,8 @@ from tests.integration.scheduler_support import (
     running,
     wait_bound,
 )
+
+MERGE = "application/merge-patch+json"
 
 
 def condition(api: client.ApiClient, namespace: str, name: str) -> dict | None:
@@ -64,3 +70,42 @@ def test_unschedulable_pod_gets_the_condition_then_loses_it_when_bound(
             timeout=30,
             what="a FailedScheduling event for each condition text",
         )
+
+
+def test_a_condition_patch_written_after_the_binding_is_refused(kube_api, kube_nodes, namespace):
+    """The race behind issue 19's held-back pop from backoff: a PodScheduled=False patch that
+    reaches the API server after the binding carries the pod's older resourceVersion, so it is
+    refused and the pod stays PodScheduled=True."""
+    (node,) = kube_nodes(1, cpu="1")
+    create_pods(kube_api, namespace, [pod_body("late", scheduler="nobody")])  # ours to bind
+    path = f"/api/v1/namespaces/{namespace}/pods/late"
+    seen = resources.pod_info(json.loads(kubeapi.request(kube_api, "GET", path).body))
+    recorder = EventRecorder(kube_api, "test")  # not started: the test sends by hand
+    recorder.failed(seen, "0/1 nodes are available: 1 Insufficient cpu.")
+    (patch,) = [w for w in drained(recorder) if w.method == "PATCH"]
+
+    bound = kubeapi.request(kube_api, "POST", f"{path}/binding", binding_body(seen, node))
+    assert bound.ok, bound.message()
+    assert recorder._send(patch).status == 409
+    assert condition(kube_api, namespace, "late")["status"] == "True"
+
+
+def test_a_condition_patch_for_a_pod_changed_meanwhile_is_written(kube_api, namespace):
+    create_pods(kube_api, namespace, [pod_body("changed", scheduler="nobody")])
+    path = f"/api/v1/namespaces/{namespace}/pods/changed"
+    seen = resources.pod_info(json.loads(kubeapi.request(kube_api, "GET", path).body))
+    relabel = {"metadata": {"labels": {"touched": "yes"}}}
+    kubeapi.request(kube_api, "PATCH", path, relabel, content_type=MERGE)
+    recorder = EventRecorder(kube_api, "test")
+    recorder.failed(seen, "0/1 nodes are available: 1 Insufficient cpu.")
+    (patch,) = [w for w in drained(recorder) if w.method == "PATCH"]
+    assert recorder._send(patch).ok  # refused at the old version, then patched at the new
+    cond = condition(kube_api, namespace, "changed")
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+
+
+def drained(recorder: EventRecorder) -> list:
+    writes = []
+    while not recorder._queue.empty():
+        writes.append(recorder._queue.get_nowait())
+    return writes

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import threading
 
-from scheduler.backend.queue import ACTIVE, BACKOFF, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
+from scheduler.backend.queue import (
+    ACTIVE,
+    BACKOFF,
+    IN_FLIGHT,
+    UNSCHEDULABLE,
+    SchedulingQueue,
+    pod_updated,
+)
 from scheduler.framework import PodInfo
 
 
@@ -111,8 +118,7 @@ def test_change_during_the_attempt_skips_parking():
     q.cluster_changed()  # e.g. a node was added while the pod was being filtered
     q.unschedulable(p)
     assert q.depth()[BACKOFF] == 1
-    clock.now += 1.1
-    assert q.pop(timeout=0) is p
+    assert q.pop(timeout=0) is p  # and, nothing else being active, retried at once
 
 
 def test_removed_pods_are_never_popped():
@@ -167,3 +173,85 @@ def test_has_active_until_the_last_pod_is_popped():
     assert q.has_active()
     drain(q)
     assert not q.has_active()
+
+
+def parked(q: SchedulingQueue, p: PodInfo) -> None:
+    q.add(p)
+    assert q.pop(timeout=0) is p
+    q.unschedulable(p)
+
+
+def test_a_moved_pod_is_popped_from_backoff_when_nothing_is_active():
+    # v1.34's SchedulerPopFromBackoffQ: no idling out the backoff while the queue is empty.
+    clock = Clock()
+    q = SchedulingQueue(initial_backoff=1, clock=clock)
+    a, b = pod("a"), pod("b")
+    parked(q, a)
+    q.cluster_changed()  # its victims are gone, say: backoff, 1 s left
+    assert q.depth()[BACKOFF] == 1
+    q.add(b)
+    assert q.pop(timeout=0) is b  # the active pod first
+    assert q.pop(timeout=0) is a  # then, with nothing active, the backing-off one at once
+    assert q.attempts(a.uid) == 1
+
+
+def test_backoff_pops_in_order_of_backoff_end():
+    clock = Clock()
+    q = SchedulingQueue(initial_backoff=1, clock=clock)
+    early, late = pod("early"), pod("late")
+    parked(q, early)
+    clock.now += 0.5
+    parked(q, late)
+    q.cluster_changed()
+    assert drain(q) == ["early", "late"]
+
+
+def test_error_backoff_is_not_popped_early_nor_without_the_gate():
+    clock = Clock()
+    q = SchedulingQueue(initial_backoff=1, clock=clock)
+    p = pod("a")
+    q.add(p)
+    q.pop(timeout=0)
+    q.requeue_backoff(p)  # a failed bind: upstream's podErrorBackoffQ waits it out
+    assert q.pop(timeout=0) is None
+    clock.now += 1
+    assert q.pop(timeout=0) is p
+
+    q = SchedulingQueue(initial_backoff=1, clock=clock, pop_from_backoff=False)
+    parked(q, p)
+    q.cluster_changed()
+    assert q.pop(timeout=0) is None
+    clock.now += 1
+    assert q.pop(timeout=0) is p
+
+
+def with_raw(p: PodInfo, raw: dict) -> PodInfo:
+    p.raw = raw
+    return p
+
+
+def test_only_an_edit_of_the_pod_wakes_it_not_a_status_write():
+    # upstream's isPodUpdated: our own PodScheduled=False patch must not retry the pod
+    q = SchedulingQueue(initial_backoff=1, clock=Clock())
+    spec = {"containers": [{"name": "c"}]}
+    raw = {"metadata": {"resourceVersion": "1", "labels": {"a": "1"}}, "spec": spec}
+    parked(q, with_raw(pod("a"), raw))
+    status_write = {
+        "metadata": {"resourceVersion": "2", "labels": {"a": "1"}, "managedFields": [{}]},
+        "spec": spec,
+        "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]},
+    }
+    q.add(with_raw(pod("a"), status_write))
+    assert q.depth()[UNSCHEDULABLE] == 1
+    relabelled = {"metadata": {"resourceVersion": "3", "labels": {"a": "2"}}, "spec": spec}
+    q.add(with_raw(pod("a"), relabelled))
+    assert q.depth()[UNSCHEDULABLE] == 0
+    assert q.pop(timeout=0).raw is relabelled
+
+
+def test_pod_updated_as_upstream():
+    base = {"metadata": {"name": "p", "generation": 1}, "spec": {"x": 1}, "status": {}}
+    assert not pod_updated(base, {**base, "status": {"phase": "Pending"}})
+    assert not pod_updated(base, {**base, "metadata": {"name": "p", "finalizers": ["f"]}})
+    assert pod_updated(base, {**base, "spec": {"x": 2}})
+    assert pod_updated(base, {**base, "status": {"resourceClaimStatuses": [{"name": "c"}]}})
