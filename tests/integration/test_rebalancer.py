@@ -272,3 +272,26 @@ def test_leader_failover_evicts_nothing_twice(kube_api, namespace, scene):
     assert counter(first, first.telemetry.evictions, "cpu-hot") == 1
     assert counter(second, second.telemetry.evictions, "cpu-hot") == 0
     assert len(rebalanced_events(kube_api, namespace)) == 1
+
+
+@pytest.mark.parametrize("switch", ["file", "setting"])
+def test_the_kill_switch_holds_every_eviction(kube_api, namespace, scene, tmp_path, switch):
+    names, watcher, place = scene
+    pods = place(1)
+    stop_file = tmp_path / "stop-evicting"
+    stop_file.touch()
+    section = {"killSwitchFile": str(stop_file)} if switch == "file" else {"enabled": False}
+    with rebalancer(kube_api, watcher.url, section) as r:
+        # The rounds go on, plan the move and hold it back, as a dry run does.
+        wait_for(lambda: counter(r, r.telemetry.would_evict) >= 2, timeout=30)
+        assert r.status()["enabled"] is False
+        held = [d for d in r.decisions.latest() if d["action"] == "would-evict"]
+        assert held[0]["reason"] == "kill-switch" and held[0]["target"] == names["cold"]
+        assert counter(r, r.telemetry.evictions, "cpu-hot") == 0
+        assert _on(kube_api, namespace, names["hot"], 1) == pods
+        assert rebalanced_events(kube_api, namespace) == []
+        if switch == "file":
+            # Removing the file lets the same running rebalancer act, with no restart.
+            stop_file.unlink()
+            wait_for(lambda: rebalanced_events(kube_api, namespace), timeout=30, what="an eviction")
+            assert counter(r, r.telemetry.evictions, "cpu-hot") == 1
