@@ -93,6 +93,7 @@ class PodPoller:
             rejected = Counter(fetch.rejected)
             self.book.add(now, self.group(fetch.usage, rejected))
             self.rejected.update(rejected)
+            rejected = +rejected  # a poll of no pods counts no_owner += 0: nothing to say
             if rejected:
                 self._log_once(
                     "rejected:" + ",".join(sorted(rejected)),

@@ -130,6 +130,40 @@ def test_load_variation_risk_balancing_counts_the_profile() -> None:
     assert plugin.score(CycleState(), pod, node, snap) < plain
 
 
+def test_target_load_packing_orders_a_saturated_pass_by_the_profile() -> None:
+    # orderSaturated: when every node would pass 100 % (upstream: all 0, a random tie), a
+    # learned prediction ranks them by predicted use, the least overflow first
+    nodes = [make_node(f"n{i}", cpu="1000m") for i in range(4)]
+    loads = {n.name: {"cpu": stats(avg=a)} for n, a in zip(nodes, (70, 60, 90, 65), strict=True)}
+    snap = snapshot(nodes, loads)
+    snap.workloads = profiles(h2=rev(500.0))  # U = 120, 110, 140, 115
+    pod = replica("h2", cpu="200m")
+    plugin = target_load_packing.Plugin()
+    assert plugin.score_all(CycleState(), pod, nodes, snap) == [67, 100, 0, 83]
+    upstream = target_load_packing.Plugin(target_load_packing.Args(order_saturated=False))
+    assert upstream.score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
+    # score() on one node cannot rank: the plain formula
+    assert [plugin.score(CycleState(), pod, n, snap) for n in nodes] == [0, 0, 0, 0]
+
+
+def test_lvrb_orders_saturated_nodes_by_the_profiles_overflow() -> None:
+    # mu = 1.15 and 1.25 kept unclamped for a learned prediction: the least overflow wins
+    # (upstream, and a request-based prediction: 48 and 49, the deviation alone)
+    node = make_node(cpu="1000m", memory="1Gi")
+    pod = replica("h2", cpu="100m", memory="1Mi")
+    args = load_variation_risk_balancing.Args()
+    upstream = load_variation_risk_balancing.Args(order_saturated=False)
+    got = {}
+    for name, loads in (("low", stats(avg=85, std=4)), ("high", stats(avg=95, std=2))):
+        snap = snapshot([node], {"n1": {"cpu": loads}})
+        snap.workloads = profiles(h2=rev(300.0, mem=1 * MI))
+        got[name] = tuple(
+            load_variation_risk_balancing.Plugin(a).score(CycleState(), pod, node, snap)
+            for a in (args, upstream)
+        )
+    assert (got["low"], got["high"]) == ((41, 48), (37, 49))
+
+
 def test_a_profile_never_makes_the_load_threshold_refuse_what_requests_allow() -> None:
     node = make_node(cpu="4")
     plugin = load_threshold.Plugin(load_threshold.Args(cpu_threshold=80.0))

@@ -107,16 +107,16 @@ def test_vectorised_scores_equal_node_by_node():
         assert plugin.score_all(CycleState(), pod, nodes, snap) == one_by_one
 
 
-def test_saturated_pass_ordered_by_predicted_use():
-    # Not upstream: every node past 100 % scores 0 there and the pick is a random tie;
-    # orderSaturated (the default) ranks them by predicted use, the least overflow first.
+def test_a_saturated_pass_of_a_request_based_prediction_stays_upstream():
+    # Every node past 100 % scores 0 upstream and the pick is a random tie. orderSaturated ranks
+    # such a pass only for a prediction learned from the pod's workload
+    # (test_estimator.py::test_target_load_packing_orders_a_saturated_pass_by_the_profile); a
+    # request-based one keeps upstream's zeros: ranking by it would amplify the guess.
     nodes = [make_node(f"n{i}", cpu="1000m") for i in range(4)]
     loads = {n.name: {"cpu": stats(avg=a)} for n, a in zip(nodes, (70, 60, 90, 65), strict=True)}
     snap = snapshot(nodes, loads)
     pod = make_pod(containers=[container(limits={"cpu": "500m"})])  # U = 120, 110, 140, 115
-    assert Plugin().score_all(CycleState(), pod, nodes, snap) == [67, 100, 0, 83]
-    upstream = Plugin(Args(order_saturated=False))
-    assert upstream.score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
+    assert Plugin().score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
     assert [Plugin().score(CycleState(), pod, n, snap) for n in nodes] == [0, 0, 0, 0]
 
 

@@ -173,17 +173,19 @@ def test_lvrb_batch_equals_node_by_node():
         assert all(0 <= s <= 100 for s in one_by_one)
 
 
-def test_lvrb_saturated_nodes_ordered_by_overflow():
-    # Not upstream: there mu clamps at 1, so past capacity only the deviation orders nodes
-    # (85 % + 300m and 95 % + 300m both score 50 - sigma / 2); orderSaturated (the default)
-    # keeps mu = 1.15 and 1.25, and the least overflow wins.
+def test_lvrb_saturated_nodes_of_a_request_based_prediction_score_as_upstream():
+    # mu clamps at 1 upstream, so past capacity only the deviation orders nodes (85 % + 300m and
+    # 95 % + 300m both score 50 - sigma / 2). orderSaturated unclamps it only for a prediction
+    # learned from the pod's workload (test_estimator.py::test_lvrb_orders_saturated_nodes_*).
     pod = make_pod(containers=[container(cpu="300m", memory="1Mi")])
     low, high = {"cpu": stats(avg=85, std=4)}, {"cpu": stats(avg=95, std=2)}
-    assert (lvrb_score(pod, low), lvrb_score(pod, high)) == (41, 37)  # 40.5, 36.5
-    upstream = {"order_saturated": False}
-    assert (lvrb_score(pod, low, **upstream), lvrb_score(pod, high, **upstream)) == (48, 49)
-    # far past capacity the score stops at 0 instead of going negative
-    assert lvrb_score(pod, {"cpu": stats(avg=100, std=100)}) == 0
+    assert (lvrb_score(pod, low), lvrb_score(pod, high)) == (48, 49)
+    # the overflow order itself, and its floor at 0 far past capacity
+    scores = lvrb.resource_scores(
+        np.array([850.0, 950.0, 1000.0]), np.array([40.0, 20.0, 1000.0]), 300.0,
+        np.array([1000.0] * 3), 1, 1, True,
+    )  # fmt: skip
+    assert [round(float(x), 1) for x in scores] == [40.5, 36.5, 0.0]
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,11 @@ class Estimate:
     source: str  # PROFILE, PROFILE_PREVIOUS, REQUESTS or DEFAULT (the CPU figure's)
     workload: str = ""  # `namespace/Kind/name@revision` of the profile used
 
+    @property
+    def learned(self) -> bool:
+        """Whether the CPU figure comes from a workload's profile rather than a request."""
+        return self.source in (PROFILE, PROFILE_PREVIOUS)
+
     def describe(self) -> str:
         where = f" of {self.workload}" if self.workload else ""
         return f"{self.cpu_m}m CPU, {self.memory // 1024**2}Mi memory from {self.source}{where}"
