@@ -2,13 +2,15 @@
 
 Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
 evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
-scheduler, which places every pod of every pool, replacements included. Three pools of
+scheduler, which places every pod of every pool, replacements included. One pool of
 identical nodes (same sizes, seeded background per node index) run at the same time, each with
 the same Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB
 of maxUnavailable 1 per Deployment); only the rebalancer differs:
 
 - none: nothing moves pods after binding;
 - ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
+- ballast-n1: the same with `consecutive: 1` (a node is hot on its first fresh observation above
+  the threshold), to measure what the default's three observations buy and cost;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -54,8 +56,11 @@ POOL_LABEL = "ballast.dev/bench-pool"
 CONTENDERS = {
     "none": "no rebalancer",
     "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
+    "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
 }
+# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
+REBALANCERS: dict[str, dict[str, Any]] = {"ballast": {}, "ballast-n1": {"consecutive": 1}}
 HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
 NODES = 8
 NODE_CPU = 2
@@ -95,7 +100,7 @@ SCENARIOS = {
     for s in (
         Scenario("drift", f"{DRIFTING} of {WORKLOADS} workloads' use triples"),
         Scenario("hot-start", f"{HOT_NODES} of {NODES} nodes' background jumps to 80-90 %"),
-        Scenario("stable", "nothing changes: every eviction is a false one", observe=300.0),
+        Scenario("stable", "nothing changes: every eviction is a false one", observe=600.0),
     )
 }
 
@@ -282,7 +287,7 @@ def _start_scheduler(plane: ControlPlane, watcher_url: str, work: Path) -> None:
     _start_process(plane, "scheduler", argv + ["--log-level", "WARNING"], port)
 
 
-def rebalancer_config(watcher_url: str) -> dict[str, Any]:
+def rebalancer_config(watcher_url: str, contender: str = "ballast") -> dict[str, Any]:
     return {
         "watcherAddress": watcher_url,
         "leaderElection": {"leaderElect": False},
@@ -290,20 +295,21 @@ def rebalancer_config(watcher_url: str) -> dict[str, Any]:
         "rebalancer": {
             "interval": f"{INTERVAL:g}s",
             "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
-            "nodeSelector": {POOL_LABEL: "ballast"},
+            "nodeSelector": {POOL_LABEL: contender},
             "maxPerNode": 2,
             "maxPerRound": 5,
+            **REBALANCERS[contender],
         },
     }
 
 
-def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path) -> int:
-    cfg = work / "rebalancer.yaml"
-    cfg.write_text(yaml.safe_dump(rebalancer_config(watcher_url), sort_keys=False))
+def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path, contender: str) -> int:
+    cfg = work / f"{contender}.yaml"
+    cfg.write_text(yaml.safe_dump(rebalancer_config(watcher_url, contender), sort_keys=False))
     port = processes.free_port()
     argv = [sys.executable, "-m", "ballast.cli", "rebalancer", "--config", str(cfg)]
     argv += ["--kubeconfig", str(plane.kubeconfig), "--listen", f"127.0.0.1:{port}"]
-    _start_process(plane, "rebalancer", argv, port)
+    _start_process(plane, _process(contender), argv, port)
     return port
 
 
@@ -458,8 +464,9 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
               f"{total} pods bound")  # fmt: skip
         time.sleep(SETTLE_SECONDS)
         say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
-        if "ballast" in contenders:
-            _start_rebalancer(plane, watcher_url, work)
+        for c in contenders:
+            if c in REBALANCERS:
+                _start_rebalancer(plane, watcher_url, work, c)
         if "descheduler" in contenders:
             doc = descheduler.policy(
                 CPU_QUERY,
@@ -505,7 +512,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
     finally:
         if recorder is not None:
             recorder.stop()
-        for name in ("rebalancer", "descheduler", "scheduler"):
+        for name in [*map(_process, REBALANCERS), "descheduler", "scheduler"]:
             stop_scheduler(plane, name)
         stack.stop()
         if sim is not None:
@@ -519,6 +526,10 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
             shutil.rmtree(work, ignore_errors=True)
         else:
             say(f"  logs kept in {work}")
+
+
+def _process(contender: str) -> str:
+    return "rebalancer" if contender == "ballast" else f"rebalancer-{contender}"
 
 
 def _errors(plane: ControlPlane, name: str) -> list[str]:
@@ -574,6 +585,7 @@ def document(
             "watcher": WATCHER_ENV,
             "descheduler_query": CPU_QUERY,
             "rebalancer_config": rebalancer_config("http://watcher"),
+            "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},
             "observe_seconds": {n: SCENARIOS[n].observe for n in names},

@@ -10,7 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COLORS = {"none": "#4575b4", "ballast": "#1b7837", "descheduler": "#c51b7d"}
+COLORS = {
+    "none": "#4575b4",
+    "ballast": "#1b7837",
+    "ballast-n1": "#7fbf7b",
+    "descheduler": "#c51b7d",
+}
 
 
 def plot_all(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[Path]:
