@@ -367,6 +367,20 @@ def create_app(
         status, body = decisions_proxy.forward(config, (namespace, pod), request.query_string)
         return Response(body, status=status, mimetype="application/json")
 
+    # -- the rebalancer's rounds and decisions, for the dashboard (the same proxy) --------------
+    @app.get("/api/v1/rebalancer/status")
+    def rebalancer_status() -> Response:
+        return rebalancer("/status")
+
+    @app.get("/api/v1/rebalancer/decisions")
+    def rebalancer_decisions() -> Response:
+        return rebalancer("/decisions")
+
+    def rebalancer(path: str) -> Response:
+        target = decisions_proxy.rebalancer(config)
+        status, body = decisions_proxy.fetch(target, path, request.query_string)
+        return Response(body, status=status, mimetype="application/json")
+
     # -- operations ---------------------------------------------------------------------------
     @app.get("/healthz")
     def healthz() -> Response:

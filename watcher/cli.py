@@ -24,6 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--poll-interval", type=float, help="seconds between polls (default 15)")
     p.add_argument("--workers", type=int, help="gunicorn workers (default 2; 1 without Redis)")
     p.add_argument("--kubeconfig", help="kubeconfig for node-name mapping and metrics-server")
+    p.add_argument(
+        "--scheduler-url", help="the scheduler's status address, for the dashboard's decisions"
+    )
+    p.add_argument(
+        "--rebalancer-url", help="the rebalancer's status address, for the dashboard's section"
+    )
     p.set_defaults(func=run)
 
 
@@ -41,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         "poll_interval": args.poll_interval,
         "workers": args.workers,
         "kubeconfig": args.kubeconfig,
+        "scheduler_url": args.scheduler_url,
+        "rebalancer_url": args.rebalancer_url,
     }
     try:
         config = configuration.load(args.config, overrides=overrides)

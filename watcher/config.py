@@ -110,6 +110,9 @@ class Config:
     # (/api/v1/scheduler/decisions, watcher/decisions_proxy.py), with this token if it wants one.
     scheduler_url: str = ""
     scheduler_token_file: str = ""
+    # The rebalancer whose rounds and decisions the dashboard shows (its status address, such
+    # as http://ballast-rebalancer:10260), asked the same way (/api/v1/rebalancer/...).
+    rebalancer_url: str = ""
     kubeconfig: str = ""
     map_node_addresses: bool = True
     kube_refresh: float = defaults.KUBE_REFRESH
@@ -199,8 +202,10 @@ class Config:
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
-        if self.scheduler_url and not self.scheduler_url.startswith(("http://", "https://")):
-            problems.append(f"scheduler_url must be an http(s) URL, not {self.scheduler_url!r}")
+        for name in ("scheduler_url", "rebalancer_url"):
+            url = getattr(self, name)
+            if url and not url.startswith(("http://", "https://")):
+                problems.append(f"{name} must be an http(s) URL, not {url!r}")
         for path in self.api_open_paths:
             if not path.startswith(("/watcher", "/api/")):
                 problems.append(f"api_open_paths: {path!r} is not a /watcher or /api/ path")

@@ -218,11 +218,79 @@ SCHEDULER_ANSWERS = {
             ("400", "a bad filter"),
             ("401", "the scheduler wants another token"),
             ("404", "no scheduler_url, or no record of that pod"),
-            ("502", "the scheduler could not be read"),
+            ("502", "the scheduler could not be reached, or answered without JSON"),
             ("503", "the scheduler is a standby or records nothing"),
+            ("504", "the scheduler did not answer in time"),
         )
     },
 }
+# The rebalancer's /status and /decisions (scheduler/rebalancer/status.py), passed on as they
+# are; 404 without rebalancer_url (with "configured": false), 502 and 504 as above.
+REBALANCER_STATUS = {
+    "type": "object",
+    "properties": {
+        "time": NUMBER,
+        "identity": {"type": "string"},
+        "leading": {"type": "boolean"},
+        "dryRun": {"type": "boolean"},
+        "enabled": {"type": "boolean", "description": "false: turned off or the kill switch"},
+        "profile": {"type": "string"},
+        "consecutive": {"type": "integer"},
+        "lastRound": {
+            "type": "object",
+            "description": "empty before the first round",
+            "properties": {
+                "time": NUMBER,
+                "leading": {"type": "boolean"},
+                "hot": {
+                    "type": "object",
+                    "description": "hot node -> consecutive hot observations",
+                    "additionalProperties": {"type": "integer"},
+                },
+                "confirmed": {"type": "array", "items": {"type": "string"}},
+                "unknown": {"type": "object", "additionalProperties": {"type": "string"}},
+                "resting": {"type": "object", "additionalProperties": NUMBER},
+                "high": {"type": "object"},
+                "low": {"type": "object"},
+                "evicted": {"type": "array", "items": {"type": "string"}},
+                "wouldEvict": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+    },
+}
+REBALANCER_DECISIONS = {
+    "type": "object",
+    "properties": {
+        "decisions": {
+            "type": "array",
+            "description": "newest last",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "time": NUMBER,
+                    "action": {"type": "string", "enum": ["evict", "would-evict", "skip"]},
+                    "node": {"type": "string"},
+                    "pod": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "detail": {"type": "string"},
+                    "target": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+
+
+def _rebalancer_answers(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "200": _json(text, schema),
+        "400": _error("a bad query (limit not an integer)"),
+        "404": _error("no rebalancer_url on this watcher"),
+        "502": _error("the rebalancer could not be reached, or answered without JSON"),
+        "504": _error("the rebalancer did not answer in time"),
+    }
+
+
 READY_DOC = {
     "type": "object",
     "required": ["ready", "reasons"],
@@ -401,6 +469,17 @@ def document(
                     _param("pod", "path", "pod name", {"type": "string"}),
                 ],
                 guard("/api/v1/scheduler/decisions/x/y"),
+            ),
+            "/api/v1/rebalancer/status": _get(
+                "The rebalancer's last round, asked at rebalancer_url (docs/rebalancer.md)",
+                _rebalancer_answers("the rebalancer's status", REBALANCER_STATUS),
+                guarded=guard("/api/v1/rebalancer/status"),
+            ),
+            "/api/v1/rebalancer/decisions": _get(
+                "The rebalancer's latest decisions, asked at rebalancer_url",
+                _rebalancer_answers("the rebalancer's decisions", REBALANCER_DECISIONS),
+                [_param("limit", "query", "at most", {"type": "integer", "minimum": 0})],
+                guard("/api/v1/rebalancer/decisions"),
             ),
             "/api/v1/status": _get(
                 "Provider, store and poller leadership status",
