@@ -11,6 +11,8 @@ of maxUnavailable 1 per Deployment); only the rebalancer differs:
 - ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
 - ballast-n1: the same with `consecutive: 1` (a node is hot on its first fresh observation above
   the threshold), to measure what the default's three observations buy and cost;
+- ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
+  its average, to measure what the average's lag buys and costs;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -57,11 +59,18 @@ CONTENDERS = {
     "none": "no rebalancer",
     "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
     "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
+    "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
 }
-# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
-REBALANCERS: dict[str, dict[str, Any]] = {"ballast": {}, "ballast-n1": {"consecutive": 1}}
 HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
+# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
+REBALANCERS: dict[str, dict[str, Any]] = {
+    "ballast": {},
+    "ballast-n1": {"consecutive": 1},
+    "ballast-latest": {
+        "resources": [{"name": "cpu", "statistic": "latest", "high": HIGH, "low": LOW}]
+    },
+}
 NODES = 8
 NODE_CPU = 2
 WORKLOADS = 8

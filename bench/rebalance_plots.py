@@ -14,6 +14,7 @@ COLORS = {
     "none": "#4575b4",
     "ballast": "#1b7837",
     "ballast-n1": "#7fbf7b",
+    "ballast-latest": "#5aae61",
     "descheduler": "#c51b7d",
 }
 
