@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import requests
 
+from scheduler.rebalancer.status import Decision, DecisionLog, StatusServer, Telemetry
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.watcher import WatcherProcess
 from tests.integration.scheduler_support import create_pods, pod_body, running, wait_bound
@@ -96,6 +98,9 @@ def test_dashboard_shows_every_node_with_its_load(watcher_url, tmp_path):
         assert abs(shown["memory"] - memory) <= TOLERANCE, (name, shown)
         badge = re.search(r'class="badge (\w+)"', card.group(0))
         assert badge and badge.group(1) in SHOWN_STATES, card.group(0)
+    # no rebalancer_url on this watcher: the section says so, as no error
+    section = re.search(r'<div id="rebalancer" class="off" data-state="off">(.*?)</div>', dom, re.S)
+    assert section and "rebalancer: not configured" in section.group(1), dom[:3000]
 
 
 def nodes_part(dom: str) -> str:
@@ -224,3 +229,71 @@ def test_dashboard_explains_a_decision_next_to_the_node_loads(
         now = re.findall(r'class="load">cpu ([\d.]+)%, mem', row)
         assert now and abs(float(now[-1]) - cpu) <= TOLERANCE, row
     assert f'data-pod="{namespace}/web"' in html.split('id="decisions"', 1)[1]  # in the list
+
+
+def test_dashboard_shows_the_rebalancer(prometheus, tmp_path):
+    """The rebalancer's own status server (its decision log, a round's summary) behind the
+    watcher's rebalancer_url: the section shows the hot nodes, the last round, the tallies and
+    the decisions with their numbers; once the rebalancer is gone, a clear error."""
+    log = DecisionLog()
+    log.add(Decision(1000.0, "skip", "hot-1", "ns/db-0", "pdb", "a PodDisruptionBudget allows 0"))
+    log.add(
+        Decision(1001.0, "would-evict", "hot-1", "ns/web-1", "dry-run", "cpu 91 -> 62 %", "cool-1")
+    )
+    log.add(Decision(1002.0, "evict", "hot-2", "ns/web-2", "cpu-hot", "cpu 88 -> 55 %", "cool-2"))
+    summary = {
+        "time": time.time() - 4, "leading": True, "hot": {"hot-1": 3, "hot-2": 1},
+        "confirmed": ["hot-1"], "unknown": {}, "resting": {"hot-2": time.time() + 300},
+        "high": {"cpu": 80.0}, "low": {"cpu": 50.0}, "evicted": ["ns/web-2"],
+        "wouldEvict": ["ns/web-1"],
+    }  # fmt: skip
+    status = {
+        "identity": "rebalancer-0_ab12", "leading": True, "dryRun": True, "enabled": True,
+        "profile": "ballast", "consecutive": 3, "lastRound": summary,
+    }  # fmt: skip
+    server = StatusServer("127.0.0.1", 0, Telemetry(), log, lambda: status, lambda: (True, "ok"))
+    server.start()
+    watcher = WatcherProcess(
+        tmp_path / "watcher", prometheus.url, rebalancer_url=f"http://127.0.0.1:{server.port}"
+    ).start()
+    try:
+        assert watcher.json("/api/v1/rebalancer/status")["lastRound"]["confirmed"] == ["hot-1"]
+        dom = chromium("--virtual-time-budget=5000", "--dump-dom", watcher.url, tmp_path=tmp_path)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        chromium(
+            "--virtual-time-budget=5000", "--window-size=1280,700",
+            f"--screenshot={ARTIFACTS / 'dashboard-rebalancer.png'}", watcher.url,
+            tmp_path=tmp_path,
+        )  # fmt: skip
+        server.stop()
+        gone = chromium("--virtual-time-budget=8000", "--dump-dom", watcher.url, tmp_path=tmp_path)
+    finally:
+        server.stop()
+        watcher.stop()
+    section = re.search(
+        r'<div id="rebalancer" class="" data-state="loaded"(.*?)</table>', dom.stdout, re.S
+    )
+    assert section, f"no rebalancer section: {dom.stdout[:3000]} {dom.stderr[-2000:]}"
+    html = section.group(1)
+    assert "leader rebalancer-0_ab12" in html and "dry run" in html
+    assert 'data-hot="hot-1" data-streak="3"' in html and "(3/3, confirmed)" in html
+    assert 'data-hot="hot-2" data-streak="1"' in html
+    assert "would evict ns/web-1" in html and "evicted ns/web-2" in html
+    counts = dict(re.findall(r'<span data-action="([\w-]+)" data-count="(\d+)"', html))
+    assert counts == {"evict": "1", "would-evict": "1", "skip": "1"}, counts
+    assert "evictions 1 (cpu-hot 1)" in html and "skipped 1 (pdb 1)" in html
+    rows = re.findall(
+        r'<tr data-action="([\w-]+)" data-pod="([^"]*)" data-node="([^"]*)" data-target="([^"]*)">'
+        r"(.*?)</tr>",
+        html,
+    )
+    assert [r[:4] for r in rows] == [  # newest first
+        ("evict", "ns/web-2", "hot-2", "cool-2"),
+        ("would-evict", "ns/web-1", "hot-1", "cool-1"),
+        ("skip", "ns/db-0", "hot-1", ""),
+    ]
+    assert "cpu 91 -&gt; 62 %" in rows[1][4] and "dry-run" in rows[1][4]
+    error = re.search(
+        r'<div id="rebalancer" class="off" data-state="error">(.*?)</div>', gone.stdout
+    )
+    assert error and "cannot reach the rebalancer" in error.group(1), gone.stdout[:3000]
