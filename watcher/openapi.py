@@ -261,6 +261,7 @@ REBALANCER_STATUS = {
 REBALANCER_DECISIONS = {
     "type": "object",
     "properties": {
+        "leading": {"type": "boolean", "description": "false: a standby's (empty) log"},
         "decisions": {
             "type": "array",
             "description": "newest last",
@@ -276,7 +277,7 @@ REBALANCER_DECISIONS = {
                     "target": {"type": "string"},
                 },
             },
-        }
+        },
     },
 }
 

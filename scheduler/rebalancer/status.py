@@ -2,7 +2,8 @@
 
 - `/metrics`: hot nodes, evictions by reason, skipped by reason, dry-run would-evict, rounds.
 - `/status`: JSON of the last round (leader or not, hot nodes with their streaks, resting nodes).
-- `/decisions`: JSON of the latest decisions, newest last (`?limit=N`).
+- `/decisions`: JSON of the latest decisions, newest last (`?limit=N`), and whether this replica
+  leads (a standby decides nothing: the watcher asks again for the leader's).
 - `/healthz`: 200 while the loop runs.
 """
 
@@ -119,7 +120,8 @@ class StatusServer(BackgroundServer):
                     except ValueError:
                         self.send_json(400, {"error": "limit: expected an integer"})
                         return
-                    self.send_json(200, {"decisions": log.latest(limit)})
+                    leading = status().get("leading")
+                    self.send_json(200, {"leading": leading, "decisions": log.latest(limit)})
                 elif parts.path in ("/healthz", "/readyz", "/livez"):
                     ok, why = healthy()
                     self.send_body(200 if ok else 503, (why + "\n").encode(), "text/plain")

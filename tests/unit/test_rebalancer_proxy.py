@@ -91,6 +91,9 @@ def test_a_standby_is_asked_again(rebalancer):
     roles["leading"] = iter([False] * decisions_proxy.TRIES)  # only standbys: the last answer
     status, doc = fetch(config, "/status")
     assert status == 200 and doc["leading"] is False
+    roles["leading"] = iter([False])  # /decisions says who answered too
+    status, doc = fetch(config, "/decisions")
+    assert status == 200 and doc["leading"] is True and len(doc["decisions"]) == 2
 
 
 def test_unset_is_not_configured():
