@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
-from shared.lifecycle import ignore_stop_signals
+from shared.lifecycle import gc_paused, ignore_stop_signals
 
 if TYPE_CHECKING:
     from kubernetes import client
@@ -109,11 +109,12 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from kubernetes.config import ConfigException
+    with gc_paused():  # imports only: see ballast/cli.py
+        from kubernetes.config import ConfigException
 
-    from scheduler.config.loader import load_config
-    from scheduler.config.profiles import build_profiles
-    from scheduler.runtime import Runtime, RuntimeOptions
+        from scheduler.config.loader import load_config
+        from scheduler.config.profiles import build_profiles
+        from scheduler.runtime import Runtime, RuntimeOptions
 
     try:
         cfg = load_config(args.config)

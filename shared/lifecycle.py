@@ -15,11 +15,13 @@ started.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -119,3 +121,17 @@ def ignore_stop_signals() -> None:
     kill the process (exit -15/-2) after a clean stop. Ignored signals stay ignored."""
     for sig in SignalLatch.SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off meanwhile, for work that makes many objects and no garbage
+    cycles: a start-up's imports, a list decoded into a cache. Another thread's pause may
+    overlap; the first to leave switches it back on, which only costs time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

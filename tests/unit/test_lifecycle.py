@@ -1,8 +1,10 @@
-"""shared.lifecycle: start and stop in any order, from any thread, any number of times; and
-shared.rundir: folders of dead processes swept, live ones never touched."""
+"""shared.lifecycle: start and stop in any order, from any thread, any number of times; the
+collector paused and switched back on; and shared.rundir: folders of dead processes swept, live
+ones never touched."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -10,7 +12,7 @@ import threading
 from pathlib import Path
 
 from shared import rundir
-from shared.lifecycle import STOPPED, Lifecycle, join
+from shared.lifecycle import STOPPED, Lifecycle, gc_paused, join
 
 
 def test_stop_before_start_makes_start_a_no_op():
@@ -81,6 +83,24 @@ def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait(timeout=30)
     return proc.pid
+
+
+def test_gc_paused_restores_the_collector_as_it_found_it():
+    assert gc.isenabled()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("a failed import")
+    except RuntimeError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()
 
 
 def test_sweep_removes_only_folders_of_dead_processes(tmp_path: Path):
