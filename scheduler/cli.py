@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    with gc_paused():  # imports only: see ballast/cli.py
+    with gc_paused(freeze=True):  # imports only: see ballast/cli.py
         from kubernetes.config import ConfigException
 
         from scheduler.config.loader import load_config

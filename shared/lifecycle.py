@@ -124,14 +124,20 @@ def ignore_stop_signals() -> None:
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(freeze: bool = False) -> Iterator[None]:
     """Python's cyclic collector off meanwhile, for work that makes many objects and no garbage
-    cycles: a start-up's imports, a list decoded into a cache. Another thread's pause may
-    overlap; the first to leave switches it back on, which only costs time."""
+    cycles: a start-up's imports, a list decoded into a cache. With `freeze`, all that exists at
+    the end is moved out of the collector's sight (gc.freeze) before it is switched back on:
+    for what lives as long as the process, which the collector's passes would otherwise walk
+    again and again, starting with the one that the pause's allocations make due at once.
+    Another thread's pause may overlap; the first to leave switches it back on, which only
+    costs time."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
+        if freeze:
+            gc.freeze()
     finally:
         if was:
             gc.enable()

@@ -17,7 +17,6 @@ assumes, so it sees one consistent cluster without copying it.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import random
@@ -256,11 +255,10 @@ class Reflector:
             token = meta.get("continue")
             if not token:
                 break
-        with gc_paused():
-            self._replace(items)
         # What the cache now holds lives long and holds no cycles: out of the collector's
         # sight, so its full passes stop walking every pod and node the cache keeps.
-        gc.freeze()
+        with gc_paused(freeze=True):
+            self._replace(items)
         self.resource_version = meta.get("resourceVersion")
         self.relists += 1
         self.synced.set()

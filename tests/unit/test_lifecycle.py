@@ -101,6 +101,13 @@ def test_gc_paused_restores_the_collector_as_it_found_it():
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+    frozen = gc.get_freeze_count()
+    try:
+        with gc_paused(freeze=True):
+            kept = [[i] for i in range(1000)]
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(kept)
+    finally:
+        gc.unfreeze()  # back in the collector's sight, as the other tests expect
 
 
 def test_sweep_removes_only_folders_of_dead_processes(tmp_path: Path):
