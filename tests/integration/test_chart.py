@@ -158,6 +158,27 @@ def test_service_monitor_only_where_the_cluster_serves_its_api():
     assert labels.items() <= service["metadata"]["labels"].items()
 
 
+def test_the_watcher_reaches_the_rebalancer_through_its_service():
+    assert (
+        "BALLAST_REBALANCER_URL"
+        not in find(docs(chart.template()), "ConfigMap", "ballast-watcher-env")["data"]
+    )
+    objects = docs(chart.template(extra=["--set=rebalancer.enabled=true"]))
+    env = find(objects, "ConfigMap", "ballast-watcher-env")["data"]
+    service = find(objects, "Service", "ballast-rebalancer")
+    assert env["BALLAST_REBALANCER_URL"] == f"http://ballast-rebalancer.{NAMESPACE}.svc:10260"
+    assert service["spec"]["ports"] == [{"name": "http", "port": 10260, "targetPort": "http"}]
+    pods = find(objects, "Deployment", "ballast-rebalancer")["spec"]["template"]["metadata"]
+    assert service["spec"]["selector"].items() <= pods["labels"].items()
+    # an operator's own address wins
+    own = [
+        "--set=rebalancer.enabled=true",
+        "--set=watcher.extraEnv.BALLAST_REBALANCER_URL=http://x",
+    ]
+    env = find(docs(chart.template(extra=own)), "ConfigMap", "ballast-watcher-env")["data"]
+    assert env["BALLAST_REBALANCER_URL"] == "http://x"
+
+
 # -- installed into the sandbox ------------------------------------------------------------
 
 

@@ -30,6 +30,10 @@ app.kubernetes.io/instance: {{ $root.Release.Name }}
 http://{{ include "ballast.fullname" . }}-watcher.{{ .Release.Namespace }}.svc:{{ .Values.watcher.service.port }}
 {{- end -}}
 
+{{- define "ballast.rebalancerUrl" -}}
+http://{{ include "ballast.fullname" . }}-rebalancer.{{ .Release.Namespace }}.svc:{{ .Values.rebalancer.port }}
+{{- end -}}
+
 {{- define "ballast.redisUrl" -}}
 {{- if .Values.redis.enabled -}}
 redis://{{ include "ballast.fullname" . }}-redis:6379/0
