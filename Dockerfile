@@ -11,14 +11,24 @@ COPY shared shared
 COPY watcher watcher
 COPY scheduler scheduler
 COPY sandbox sandbox
-RUN /opt/ballast/bin/pip install . \
+# Bytecode compiled once here, not at every start: with no .pyc (and PYTHONDONTWRITEBYTECODE
+# below) each start compiles every module it imports, 1.0-1.4 s of the scheduler's start-up
+# CPU (docs/scheduler.md, issue 19). unchecked-hash: the image never changes under it. The
+# kubernetes client's generated API classes and models (about 50 MB of bytecode) are left out:
+# a start imports none of them, or a few (the Lease's, with leader election).
+RUN /opt/ballast/bin/pip install --no-compile . \
  && find /opt/ballast -name __pycache__ -prune -exec rm -rf {} + \
- && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/components
+ && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/components \
+ && /opt/ballast/bin/python -m compileall -q --invalidation-mode unchecked-hash \
+        -x '/kubernetes/client/(api|models)/' /opt/ballast/lib/python3.11/site-packages
 
 FROM python:3.11-slim-bookworm
 ENV PATH=/opt/ballast/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+# The base image ships its standard library without bytecode: compiled here for the same reason.
+RUN python -m compileall -q --invalidation-mode unchecked-hash \
+        -x '/(test|idlelib|tkinter|turtledemo|ensurepip|lib2to3)/' /usr/local/lib/python3.11
 RUN groupadd --gid 10001 ballast \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin ballast
