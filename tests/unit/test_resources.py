@@ -1,7 +1,7 @@
 import pytest
 
 from scheduler.framework.resources import effective, node_info, pod_info, predicted_cpu_m
-from shared.quantities import QuantityError
+from shared.quantities import QuantityError, bytes_value, cpu_millis
 from tests.unit.plugin_helpers import container, make_node, make_pod
 
 GI = 1024**3
@@ -78,6 +78,19 @@ def test_pod_metadata_fields():
 def test_bad_quantity_is_a_clear_error():
     with pytest.raises(QuantityError):
         make_pod(containers=[container(cpu="lots")])
+
+
+def test_quantities_parsed_once_per_string_give_the_same_values_and_errors():
+    cases = {"100m": 100, "1.5": 1500, "2": 2000, "1e-3": 1, "0.0001": 1, 3: 3000, 0.25: 250}
+    for _ in range(2):  # the second time from the cache
+        assert {q: cpu_millis(q) for q in cases} == cases
+        assert bytes_value("1Gi") == GI and bytes_value("1k") == 1000 and bytes_value(5) == 5
+    for bad in ("lots", "", "nan", True, {"cpu": "1"}, ["1"]):
+        for _ in range(2):  # an error is not remembered as a value
+            with pytest.raises(QuantityError):
+                cpu_millis(bad)
+            with pytest.raises(QuantityError):
+                bytes_value(bad)
 
 
 def test_node_info_capacity_allocatable_ready():
