@@ -88,6 +88,16 @@ CONTENDERS = {
     "kube-scheduler": "kube-scheduler default",
 }
 COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
+# Ballast contenders with one plugin argument changed, run only when named in --contenders, to
+# weigh a setting side by side with the default in one run: name -> (base, plugin args).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ballast-tlp-always": ("ballast-tlp", {"orderSaturated": "always"}),
+    "ballast-lvrb-always": ("ballast-lvrb", {"orderSaturated": "always"}),
+}
+DESCRIPTIONS = {
+    **CONTENDERS,
+    **{v: f"{CONTENDERS[b]}, {args}" for v, (b, args) in VARIANTS.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -221,7 +231,7 @@ def pod_name(contender: str, j: int) -> str:
 def simulator_config(seed: int, nodes: list[NodePlan], pods: list[PodPlan]) -> SimulatorConfig:
     """Background and factors fixed per index, so pool A's node 7 is pool B's node 7."""
     background, factors = {}, {}
-    for c in CONTENDERS:
+    for c in DESCRIPTIONS:
         for i, n in enumerate(nodes):
             background[node_name(c, i)] = (n.background_cpu, n.background_memory)
         for j, p in enumerate(pods):
@@ -336,7 +346,7 @@ def goals(summary: dict[str, Any]) -> dict[str, dict[str, bool | None]]:
                 med(ours, "bind_seconds"), None if limit is None else 1.1 * limit, "<="
             )
         if scenario == "learnable":
-            others = [c for c in per_c if c not in COUNTERPART]
+            others = [c for c in per_c if not c.startswith("ballast-")]
             best = min(
                 (med(c, "nodes_over_90") for c in others if med(c, "nodes_over_90") is not None),
                 default=None,
@@ -374,7 +384,11 @@ def _cmp(a: float | None, b: float | None, op: str) -> bool | None:
 # -- one run: a fresh stack, all contenders, the same pods -------------------------------------
 def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": contender}
-    if contender == "ballast-lvrb":
+    base, args = VARIANTS.get(contender, (contender, {}))
+    if args:
+        plugin = LOAD_VARIATION_RISK_BALANCING if base == "ballast-lvrb" else TARGET_LOAD_PACKING
+        profile["pluginConfig"] = [{"name": plugin, "args": args}]
+    if base == "ballast-lvrb":
         profile["plugins"] = {
             "score": {
                 "enabled": [{"name": LOAD_VARIATION_RISK_BALANCING}],
@@ -607,6 +621,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=NODES_PER_POOL, help="nodes per pool")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
     parser.add_argument(
+        "--contenders",
+        help=f"comma-separated (default the first five), of {', '.join(DESCRIPTIONS)}",
+    )
+    parser.add_argument(
         "--source", choices=SOURCES, default="prometheus", help="what the watcher reads"
     )
     args = parser.parse_args(argv)
@@ -619,7 +637,9 @@ def main(argv: list[str] | None = None) -> int:
         seeds = list(range(1, args.seeds + 1))
     suffix = "" if args.source == "prometheus" else f"-{args.source}"
     out = args.out or RESULTS / f"placement{'-quick' if args.quick else ''}{suffix}.json"
-    contenders = list(CONTENDERS)
+    contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
+    if unknown := [c for c in contenders if c not in DESCRIPTIONS]:
+        parser.error(f"unknown contenders {unknown}: of {', '.join(DESCRIPTIONS)}")
     started = time.monotonic()
     runs = []
     for name in names:
@@ -655,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
             "watcher": WATCHER_ENV,
             "source": args.source,
             "scenarios": {n: SCENARIOS[n].about for n in names},
-            "contenders": {c: CONTENDERS[c] for c in contenders},
+            "contenders": {c: DESCRIPTIONS[c] for c in contenders},
         },
         "feasibility": feasibility(names, seeds, args.nodes),
         "summary": summary,

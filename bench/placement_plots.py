@@ -16,6 +16,8 @@ from typing import Any
 COLORS = {
     "ballast-tlp": "#1b7837",
     "ballast-lvrb": "#5aae61",
+    "ballast-tlp-always": "#762a83",
+    "ballast-lvrb-always": "#af8dc3",
     "trimaran-tlp": "#c51b7d",
     "trimaran-lvrb": "#e9a3c9",
     "kube-scheduler": "#4575b4",

@@ -8,14 +8,14 @@ sigma = sigma ** (1 / sensitivity) (sensitivity 0 makes it 0), sigma = clamp(sig
 rounded as Go rounds. Usage comes through loadview, so a node without data is judged by its
 allocation rather than scored 0.
 
-Ballast-only, `orderSaturated` (default true; false is upstream exactly): where the pod would
-take a resource past its capacity (avg_used + request > capacity), mu is not clamped at 1 (nor
-avg_used at capacity) and the score is clamped at 0 instead, so saturated nodes are ordered by
-their predicted overflow plus deviation rather than by the deviation alone, and one never
-outscores an unsaturated node of the same deviation. A node within capacity scores as upstream
-(docs/placement.md, "Saturated scores"). Only for a prediction learned from the pod's workload
-profile: a request-based overflow is a guess, and ordering by it made the placement benchmark's
-"misleading" scenario (bare pods) hotter, so such a pod is scored as upstream.
+Ballast-only, `orderSaturated` (`learned` by default; `never` or false is upstream exactly;
+`always` or true): where the pod would take a resource past its capacity (avg_used + request >
+capacity), mu is not clamped at 1 (nor avg_used at capacity) and the score is clamped at 0
+instead, so saturated nodes are ordered by their predicted overflow plus deviation rather than
+by the deviation alone, and one never outscores an unsaturated node of the same deviation. A
+node within capacity scores as upstream (docs/placement.md, "Saturated scores"). `learned` does
+so only for a prediction from the pod's workload profile: a request-based overflow is a guess,
+and such a pod is scored as upstream.
 """
 
 from __future__ import annotations
@@ -28,7 +28,14 @@ import numpy as np
 
 from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY, CycleState, NodeInfo, PodInfo, Snapshot
 from scheduler.framework.resources import go_round_array
-from scheduler.plugins.helpers.estimator import EstimatorArgs, estimate, parse_estimator_args
+from scheduler.plugins.helpers.estimator import (
+    ORDER_LEARNED,
+    EstimatorArgs,
+    estimate,
+    orders_saturated,
+    parse_estimator_args,
+    parse_order_saturated,
+)
 from scheduler.plugins.helpers.loadview import UNSERVED, recent_cpu_m, trimaran_spec, usage
 
 if TYPE_CHECKING:
@@ -44,7 +51,7 @@ class Args:
     safe_variance_sensitivity: float = 1.0
     watcher_address: str = ""
     estimator: EstimatorArgs = EstimatorArgs()
-    order_saturated: bool = True
+    order_saturated: str = ORDER_LEARNED
 
 
 def parse_args(f: Fields) -> Args:
@@ -57,7 +64,7 @@ def parse_args(f: Fields) -> Args:
         safe_variance_sensitivity=sensitivity if sensitivity >= 0 else d.safe_variance_sensitivity,
         watcher_address=trimaran_spec(f),
         estimator=parse_estimator_args(f),
-        order_saturated=f.boolean("orderSaturated", d.order_saturated),
+        order_saturated=parse_order_saturated(f, d.order_saturated),
     )
     f.finish()
     return args
@@ -156,7 +163,7 @@ class Plugin:
         requested = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
         pod_use = estimate(pod, snap.workloads, self.args.estimator, requested)
         # a request-based prediction is the guess the overflow order would amplify (module doc)
-        ordered = self.args.order_saturated and pod_use.learned
+        ordered = orders_saturated(self.args.order_saturated, pod_use)
         cpu, cpu_ok = self._scores(state, nodes, snap, CPU, float(pod_use.cpu_m), ordered)
         mem, mem_ok = self._scores(state, nodes, snap, MEMORY, float(pod_use.memory), ordered)
         # upstream scores from the resources that have data; allocation stands in for both

@@ -7,16 +7,15 @@ Go rounds. Usage comes through loadview (allocation fallback, stale blend); pods
 (Snapshot.recent_cpu_m) count in proportion to how much measured data the usage holds, since
 allocation already includes them.
 
-Ballast-only, `orderSaturated` (default true; false is upstream exactly): when the formula
-gives every node 0 (each would pass 100 % or come within half a point of it), the tie is broken
-by the least predicted use: U_max scores 0, U_min 100, linear between. A pass where any node
-scores above 0 is upstream's, so no node the formula can tell apart changes its order or score.
-Upstream picks at random among the saturated nodes, and a heavy pod then lands on any of them
-(docs/placement.md, "Saturated scores"). Only score_all sees every node, so only it breaks the
-tie; score() on one node is the plain formula. Only a prediction learned from the pod's
-workload profile is ranked: a request-based one is the guess the ranking would amplify, and the
-placement benchmark's "misleading" scenario (bare pods at 3x or 0.2x their request) got hotter
-for it; such a pod keeps upstream's tie.
+Ballast-only, `orderSaturated` (`learned` by default; `never` or false is upstream exactly;
+`always` or true): when the formula gives every node 0 (each would pass 100 % or come within
+half a point of it), the tie is broken by the least predicted use: U_max scores 0, U_min 100,
+linear between. A pass where any node scores above 0 is upstream's, so no node the formula can
+tell apart changes its order or score. Upstream picks at random among the saturated nodes, and
+a heavy pod then lands on any of them (docs/placement.md, "Saturated scores"). Only score_all
+sees every node, so only it breaks the tie; score() on one node is the plain formula. `learned`
+ranks only a prediction from the pod's workload profile: a request-based one is a guess, and
+keeps upstream's tie.
 """
 
 from __future__ import annotations
@@ -34,7 +33,14 @@ from scheduler.framework.resources import (
     go_round_array,
     predicted_cpu_m,
 )
-from scheduler.plugins.helpers.estimator import EstimatorArgs, estimate, parse_estimator_args
+from scheduler.plugins.helpers.estimator import (
+    ORDER_LEARNED,
+    EstimatorArgs,
+    estimate,
+    orders_saturated,
+    parse_estimator_args,
+    parse_order_saturated,
+)
 from scheduler.plugins.helpers.loadview import (
     parse_prediction,
     recent_cpu_m,
@@ -57,7 +63,7 @@ class Args:
     default_requests_multiplier: float = DEFAULT_REQUESTS_MULTIPLIER
     watcher_address: str = ""
     estimator: EstimatorArgs = EstimatorArgs()
-    order_saturated: bool = True
+    order_saturated: str = ORDER_LEARNED
 
 
 def parse_args(f: Fields) -> Args:
@@ -69,7 +75,7 @@ def parse_args(f: Fields) -> Args:
         default_requests_multiplier=multiplier,
         watcher_address=trimaran_spec(f),
         estimator=parse_estimator_args(f),
-        order_saturated=f.boolean("orderSaturated", d.order_saturated),
+        order_saturated=parse_order_saturated(f, d.order_saturated),
     )
     f.finish()
     return args
@@ -165,6 +171,6 @@ class Plugin:
             np.asarray(recent_m, dtype=np.float64) * np.asarray(weight, dtype=np.float64),
             self.args.target_utilization,
             # a request-based prediction is the guess the ranking would amplify (module doc)
-            self.args.order_saturated and predicted.learned,
+            orders_saturated(self.args.order_saturated, predicted),
         )
         return scores.tolist()

@@ -140,7 +140,7 @@ def test_target_load_packing_orders_a_saturated_pass_by_the_profile() -> None:
     pod = replica("h2", cpu="200m")
     plugin = target_load_packing.Plugin()
     assert plugin.score_all(CycleState(), pod, nodes, snap) == [67, 100, 0, 83]
-    upstream = target_load_packing.Plugin(target_load_packing.Args(order_saturated=False))
+    upstream = target_load_packing.Plugin(target_load_packing.Args(order_saturated="never"))
     assert upstream.score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
     # score() on one node cannot rank: the plain formula
     assert [plugin.score(CycleState(), pod, n, snap) for n in nodes] == [0, 0, 0, 0]
@@ -152,7 +152,7 @@ def test_lvrb_orders_saturated_nodes_by_the_profiles_overflow() -> None:
     node = make_node(cpu="1000m", memory="1Gi")
     pod = replica("h2", cpu="100m", memory="1Mi")
     args = load_variation_risk_balancing.Args()
-    upstream = load_variation_risk_balancing.Args(order_saturated=False)
+    upstream = load_variation_risk_balancing.Args(order_saturated="never")
     got = {}
     for name, loads in (("low", stats(avg=85, std=4)), ("high", stats(avg=95, std=2))):
         snap = snapshot([node], {"n1": {"cpu": loads}})

@@ -1,3 +1,5 @@
+import pytest
+
 from scheduler.framework import CycleState
 from scheduler.framework.resources import go_round
 from scheduler.plugins.target_load_packing import Args, Plugin, tlp_score
@@ -118,6 +120,9 @@ def test_a_saturated_pass_of_a_request_based_prediction_stays_upstream():
     pod = make_pod(containers=[container(limits={"cpu": "500m"})])  # U = 120, 110, 140, 115
     assert Plugin().score_all(CycleState(), pod, nodes, snap) == [0, 0, 0, 0]
     assert [Plugin().score(CycleState(), pod, n, snap) for n in nodes] == [0, 0, 0, 0]
+    # `always` ranks it anyway, the least overflow first
+    always = Plugin(Args(order_saturated="always"))
+    assert always.score_all(CycleState(), pod, nodes, snap) == [67, 100, 0, 83]
 
 
 def test_saturated_order_leaves_any_scored_pass_as_upstream():
@@ -127,7 +132,7 @@ def test_saturated_order_leaves_any_scored_pass_as_upstream():
     snap = snapshot(nodes, loads)
     pod = make_pod(containers=[container(limits={"cpu": "500m"})])  # U = 120, 70, 140
     assert Plugin().score_all(CycleState(), pod, nodes, snap) == [0, 20, 0]
-    assert Plugin(Args(order_saturated=False)).score_all(CycleState(), pod, nodes, snap) == [
+    assert Plugin(Args(order_saturated="never")).score_all(CycleState(), pod, nodes, snap) == [
         0,
         20,
         0,
@@ -138,5 +143,9 @@ def test_order_saturated_is_an_argument():
     from scheduler.framework.fields import Fields
     from scheduler.plugins.target_load_packing import parse_args
 
-    assert parse_args(Fields({}, "a")).order_saturated is True
-    assert parse_args(Fields({"orderSaturated": False}, "a")).order_saturated is False
+    assert parse_args(Fields({}, "a")).order_saturated == "learned"
+    assert parse_args(Fields({"orderSaturated": False}, "a")).order_saturated == "never"
+    assert parse_args(Fields({"orderSaturated": True}, "a")).order_saturated == "always"
+    assert parse_args(Fields({"orderSaturated": "always"}, "a")).order_saturated == "always"
+    with pytest.raises(Exception, match="a.orderSaturated: must be one of learned, always, never"):
+        parse_args(Fields({"orderSaturated": "sometimes"}, "a"))

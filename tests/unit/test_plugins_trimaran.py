@@ -180,6 +180,8 @@ def test_lvrb_saturated_nodes_of_a_request_based_prediction_score_as_upstream():
     pod = make_pod(containers=[container(cpu="300m", memory="1Mi")])
     low, high = {"cpu": stats(avg=85, std=4)}, {"cpu": stats(avg=95, std=2)}
     assert (lvrb_score(pod, low), lvrb_score(pod, high)) == (48, 49)
+    always = {"order_saturated": "always"}  # unclamped for every prediction: 40.5, 36.5
+    assert (lvrb_score(pod, low, **always), lvrb_score(pod, high, **always)) == (41, 37)
     # the overflow order itself, and its floor at 0 far past capacity
     scores = lvrb.resource_scores(
         np.array([850.0, 950.0, 1000.0]), np.array([40.0, 20.0, 1000.0]), 300.0,

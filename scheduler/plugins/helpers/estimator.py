@@ -87,6 +87,27 @@ class Estimate:
         return f"{self.cpu_m}m CPU, {self.memory // 1024**2}Mi memory from {self.source}{where}"
 
 
+# TargetLoadPacking's and LoadVariationRiskBalancing's `orderSaturated`: which predictions rank
+# saturated nodes by overflow (their module docs). `true` and `false` are accepted for always/never.
+ORDER_LEARNED, ORDER_ALWAYS, ORDER_NEVER = "learned", "always", "never"
+ORDER_SATURATED = (ORDER_LEARNED, ORDER_ALWAYS, ORDER_NEVER)
+
+
+def parse_order_saturated(f: Fields, default: str = ORDER_LEARNED) -> str:
+    value = f.raw("orderSaturated", default)
+    if isinstance(value, bool):
+        return ORDER_ALWAYS if value else ORDER_NEVER
+    if value not in ORDER_SATURATED:
+        choices = ", ".join(ORDER_SATURATED)
+        raise f.error("orderSaturated", f"must be one of {choices}, true, false; got {value!r}")
+    return value
+
+
+def orders_saturated(mode: str, predicted: Estimate) -> bool:
+    """Whether this prediction ranks saturated nodes, under `orderSaturated` = `mode`."""
+    return mode == ORDER_ALWAYS or (mode == ORDER_LEARNED and predicted.learned)
+
+
 def scaled(request: int, limit: int, scaling: float, default: int) -> tuple[int, bool]:
     """Koordinator's estimate of one resource: (amount, whether the default was used)."""
     if limit > request:
