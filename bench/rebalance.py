@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -238,7 +239,15 @@ def _spread(values: list[Any]) -> dict[str, Any]:
     known = [v for v in values if v is not None]
     if not known:
         return {"median": None, "min": None, "max": None, "never": len(values)}
-    spread = {"median": statistics.median(known), "min": min(known), "max": max(known)}
+    # A run where it never happened is later than any where it did: it counts in the median as
+    # infinity, and a median that lands on it is never (None).
+    ranked = sorted(known) + [math.inf] * (len(values) - len(known))
+    median = statistics.median(ranked)
+    spread = {
+        "median": None if math.isinf(median) else median,
+        "min": min(known),
+        "max": max(known),
+    }
     if len(known) < len(values):
         spread["never"] = len(values) - len(known)  # runs where it never happened
     return spread
@@ -652,7 +661,13 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def _cell(spread: dict[str, Any]) -> str:
     if spread.get("median") is None:
-        return "never" if spread.get("never") else "-"
+        if not spread.get("never"):
+            return "-"
+        if spread.get("min") is None:
+            return "never"
+        low, high = spread["min"], spread["max"]
+        done = f"{low:g}" if low == high else f"{low:g}..{high:g}"
+        return f"never in {spread['never']}, else {done}"
     text = f"{spread['median']:g}"
     if spread["min"] != spread["max"]:
         text += f" ({spread['min']:g}..{spread['max']:g})"

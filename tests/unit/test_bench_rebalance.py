@@ -57,7 +57,12 @@ def test_summary_marks_runs_where_it_never_happened():
         {"scenario": "drift", "contenders": {"none": {"seconds_until_cool": 30.0}}},
     ]
     cool = rebalance.summarize(runs)["drift"]["none"]["seconds_until_cool"]
-    assert cool == {"median": 30.0, "min": 30.0, "max": 30.0, "never": 1}
+    # never counts as later than any time: the median of {30, never} is never
+    assert cool == {"median": None, "min": 30.0, "max": 30.0, "never": 1}
+    assert rebalance._cell(cool) == "never in 1, else 30"
+    runs.append({"scenario": "drift", "contenders": {"none": {"seconds_until_cool": 10.0}}})
+    cool = rebalance.summarize(runs)["drift"]["none"]["seconds_until_cool"]
+    assert cool == {"median": 30.0, "min": 10.0, "max": 30.0, "never": 1}
 
 
 def test_descheduler_policy_uses_the_metric_resource():
