@@ -8,8 +8,9 @@ still shows up; samples whose innermost frame is such a wait (WAITING) are count
 the shares are of the rest: the process's CPU, whichever thread spent it (on a loaded machine a
 thread ready to run but not running is sampled too, so read shares, not seconds). A stack goes
 to the first part, in the order of PARTS, whose marker is one of its frames: a binding's outcome
-handler that writes an event counts as events, not bind; a watch event's handling counts as
-cache updates, the reading and decoding of the line around it as watch decoding.
+handler that writes an event counts as events, not bind; preemption's dry run (PostFilter) and
+the evictor's writes count apart from the filter and the events; a watch event's handling counts
+as cache updates, the reading and decoding of the line around it as watch decoding.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 # (part, frame markers): a frame matches when it contains the marker ("function (file").
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("imports", ("_find_and_load (",)),
+    ("preemption dry run", ("_post_filter (scheduler/cycle.py",)),
+    ("evictor", ("scheduler/kube/evictor.py",)),
     ("events", ("scheduler/kube/events.py",)),
     ("metrics client", ("scheduler/backend/metrics_client.py", "scheduler/backend/recent.py")),
     (

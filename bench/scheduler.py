@@ -293,6 +293,24 @@ def _profiled(argv: list[str], out: Path | None) -> list[str]:
     return [str(spy), "record", "--nonblocking", "--format", "raw", "-o", str(out), "--", *argv]
 
 
+def spy_on(pid: int, out: Path, rate: int = 200) -> Callable[[], None]:
+    """py-spy attached to a running process (every thread, raw collapsed stacks to `out`) until
+    the returned function is called: a profile of one phase of a run."""
+    spy = Path(sys.executable).with_name("py-spy")
+    argv = [str(spy), "record", "--nonblocking", "--format", "raw", "--rate", str(rate)]
+    proc = subprocess.Popen(
+        [*argv, "--pid", str(pid), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        proc.send_signal(signal.SIGINT)  # py-spy writes its stacks on Ctrl-C
+        proc.wait(60)
+
+    return stop
+
+
 def _child_pid(pid: int, timeout: float = 10.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

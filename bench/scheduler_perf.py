@@ -59,6 +59,7 @@ from bench.scheduler import (
     Contender,
     PodMaker,
     PodWatch,
+    spy_on,
     start_ballast,
     start_kube_scheduler,
     start_sandbox,
@@ -477,10 +478,12 @@ def run_contender(
     maker: PodMaker,
     start: Callable[[], Contender],
     preemptors: int = 0,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """Start the contender, run the workload's createPods ops in order (the measured one with
     its churn), then, with `preemptors` and a churn of pods that preempt, the preemption phase
-    (see `preempt_one_by_one`)."""
+    (see `preempt_one_by_one`; with `profile`, Ballast's stacks over that phase alone go to
+    `profile`'s name with -preemptors)."""
     scheduler = SCHEDULER_NAMES[name]
     tracker = Tracker()
     watch = PodWatch(api, None, tracker.handle)
@@ -523,7 +526,12 @@ def run_contender(
         result["churn"] = throughput(tracker, churn.keys) | {"created": len(churn.keys)}
         every += churn.keys
         if preemptors and name != "raw-bind":
-            result["preemption"] = preempt_one_by_one(contender, maker, tracker, churn, preemptors)
+            spied = None
+            if profile is not None and name == "ballast":
+                spied = profile.with_name(f"{profile.stem}-preemptors{profile.suffix}")
+            result["preemption"] = preempt_one_by_one(
+                contender, maker, tracker, churn, preemptors, spied
+            )
             every += result["preemption"].pop("keys")
     cpu_end = contender.cpu()
     bound_all = sum(1 for k in every if k in tracker.bound)
@@ -539,16 +547,23 @@ def run_contender(
 
 
 def preempt_one_by_one(
-    contender: Contender, maker: PodMaker, tracker: Tracker, churn: Churn, count: int
+    contender: Contender,
+    maker: PodMaker,
+    tracker: Tracker,
+    churn: Churn,
+    count: int,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """CPU and latency per preempting pod: `count` pods of the churn's template created one at
     a time on the full cluster, each waited for until bound, nothing else going on: first the
     contender is left to finish what the phases before left it (Ballast writes the Scheduled
     events of 2,500 pods for about 20 s after the last binding, at about 110 ms of CPU a
-    second, which the preemptors' CPU would otherwise carry)."""
+    second, which the preemptors' CPU would otherwise carry). With `profile`, py-spy is attached
+    over the preemptors alone (stacks to that file)."""
     op, scheduler = churn.op, churn.scheduler
     settle_s = settle(contender)
     keys = []
+    stop_spy = spy_on(contender.pid, profile) if profile and contender.pid else None
     cpu0 = contender.cpu()
     for i in range(count):
         name = f"preemptor-{i:04d}"
@@ -558,6 +573,8 @@ def preempt_one_by_one(
         keys.append(key)
         _wait_bound(tracker, [key], timeout=60)
     cpu1 = contender.cpu()
+    if stop_spy is not None:
+        stop_spy()
     out = throughput(tracker, keys)
     out["cpu_ms_per_preemptor"] = _per_pod(
         None if cpu1 is None or cpu0 is None else cpu1 - cpu0, out["bound"]
@@ -630,7 +647,7 @@ def run_workload(
             results = {}
             for name in this:
                 results[name] = run_contender(
-                    name, workload, api, maker, starters[name], preemptors
+                    name, workload, api, maker, starters[name], preemptors, profile
                 )
                 reset(api, namespaces)
             per_round.append(results)
@@ -828,7 +845,8 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         action="store_true",
         help="run Ballast under py-spy: stacks in bench/results/profile-perf-<workload>.txt "
-        "(one round; split them with bench.profile_split)",
+        "(one round; split them with bench.profile_split), PreemptionAsync's preemptors alone "
+        "in profile-perf-PreemptionAsync-preemptors.txt",
     )
     parser.add_argument(
         "--table",
