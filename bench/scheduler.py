@@ -132,9 +132,26 @@ def process_rss_peak_mb(pid: int) -> float | None:
 class Contender:
     """A running scheduler under test: how to stop it and, for a process, its pid."""
 
-    def __init__(self, stop: Callable[[], None], pid: int | None = None) -> None:
+    def __init__(
+        self, stop: Callable[[], None], pid: int | None = None, metrics_url: str = ""
+    ) -> None:
         self.stop = stop
         self.pid = pid
+        self.metrics_url = metrics_url  # Ballast's /metrics
+
+    def attempts(self) -> dict[str, float]:
+        """Ballast's scheduling attempts so far by result, and their summed cycle time in
+        seconds (`seconds`); empty for a contender without /metrics."""
+        if not self.metrics_url:
+            return {}
+        counts: dict[str, float] = {}
+        for line in requests.get(self.metrics_url, timeout=5).text.splitlines():
+            if line.startswith("ballast_scheduler_schedule_attempts_total{"):
+                result = line.split('result="', 1)[1].split('"', 1)[0]
+                counts[result] = counts.get(result, 0.0) + float(line.rsplit(" ", 1)[1])
+            elif line.startswith("ballast_scheduler_scheduling_attempt_duration_seconds_sum"):
+                counts["seconds"] = counts.get("seconds", 0.0) + float(line.rsplit(" ", 1)[1])
+        return counts
 
     def cpu(self) -> float | None:
         return process_cpu_seconds(self.pid) if self.pid else None
@@ -363,7 +380,7 @@ def start_ballast(
             proc.wait(60)
         _end(proc)
 
-    return Contender(stop, pid)
+    return Contender(stop, pid, f"http://127.0.0.1:{port}/metrics")
 
 
 def _print_cycle_time(url: str) -> None:

@@ -564,6 +564,7 @@ def preempt_one_by_one(
     settle_s = settle(contender)
     keys = []
     stop_spy = spy_on(contender.pid, profile) if profile and contender.pid else None
+    attempts0 = contender.attempts()
     cpu0 = contender.cpu()
     for i in range(count):
         name = f"preemptor-{i:04d}"
@@ -573,12 +574,19 @@ def preempt_one_by_one(
         keys.append(key)
         _wait_bound(tracker, [key], timeout=60)
     cpu1 = contender.cpu()
+    attempts1 = contender.attempts()
     if stop_spy is not None:
         stop_spy()
     out = throughput(tracker, keys)
     out["cpu_ms_per_preemptor"] = _per_pod(
         None if cpu1 is None or cpu0 is None else cpu1 - cpu0, out["bound"]
     )
+    if attempts1 and out["bound"]:
+        # Ballast's scheduling attempts per preemptor by result, and their cycles' wall time
+        spent = {k: (v - attempts0.get(k, 0.0)) / out["bound"] for k, v in attempts1.items()}
+        seconds = spent.pop("seconds", 0.0)
+        out["attempts_per_preemptor"] = {k: round(v, 2) for k, v in sorted(spent.items())}
+        out["cycle_ms_per_preemptor"] = round(1000 * seconds, 2)
     return out | {"keys": keys, "settle_s": settle_s}
 
 
