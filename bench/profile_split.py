@@ -51,6 +51,7 @@ WAITING = (
     "do_poll (",
     "socket.accept (",
     "_wait_for_tstate_lock (",
+    "_worker (concurrent/futures/thread.py",  # an idle pool thread, in SimpleQueue.get (C)
 )
 IDLE = "waiting"
 
