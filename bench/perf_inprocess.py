@@ -156,6 +156,9 @@ class _Handle:
     def fits(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
         return self.profile.fits(pod, node, snap)
 
+    def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        return self.profile.passes(pod, node, snap)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return ""
 

@@ -417,5 +417,8 @@ class _Handle:
     def fits(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
         return self._profile.fits(pod, node, snap, self._cycle.nominated_on(pod, node.name))
 
+    def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        return self._profile.passes(pod, node, snap, self._cycle.nominated_on(pod, node.name))
+
     def nominated_node(self, pod: PodInfo) -> str:
         return self._cycle.nominated_node(pod)

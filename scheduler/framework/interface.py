@@ -108,6 +108,10 @@ class Handle(Protocol):
         equal or higher priority counted on it."""
         ...
 
+    def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        """`fits(pod, node, snap).ok`, without the reasons (checked in a cheaper order)."""
+        ...
+
     def nominated_node(self, pod: PodInfo) -> str:
         """The node `pod` was nominated to by an earlier preemption, "" if none."""
         ...

@@ -73,7 +73,7 @@ class Profile:
             pre and getattr(p, PRE_FILTER_READS_PODS, True)
             for p, pre in zip(filters, self._pre_filter, strict=True)
         ]
-        self._trial_base: tuple[PodInfo, Snapshot, CycleState, list] | None = None
+        self._trial_base: tuple | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
         self._score_kinds = [
             (
@@ -152,23 +152,80 @@ class Profile:
         why = reasons.get(node.name) or ["rejected"]
         return Status.reject(*why, unresolvable=node.name in state.get(UNRESOLVABLE_NODES, ()))
 
-    def _trial_state(self, pod: PodInfo, snap: Snapshot) -> CycleState:
-        """A fresh CycleState for one fit check of `pod`, its PreFilters run as
-        `_pre_filter_all` would run them now: the ones that read only the pod and the cluster's
-        objects are run once per pod and snapshot (a preemption runs hundreds of trials that
-        move pods only, under the cache lock) and reused; the others are run again."""
+    def passes(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, nominated: Sequence[PodInfo] = ()
+    ) -> bool:
+        """`fits(...).ok`, sooner: what a preemption's reprieve asks (does the pod still fit
+        with this victim back?). The same checks in another order: first the filters that need
+        no PreFilter run again (their PreFilter reads only the pod and the cluster's objects,
+        or they have none), on the node as it is now, and only when those pass the PreFilters
+        that read placed pods and their filters. A rejection is final either way, so the
+        answer is the same; the reasons, which `fits` gives in the profile's order, are not
+        kept."""
+        if nominated:
+            return self.fits(pod, node, snap, nominated).ok
+        _, _, prepared, (refused, _), (quick, again) = self._trial_base_of(pod, snap)
+        if refused is not None or quick is None:
+            return False  # an unsupported pod, or a reused PreFilter rejected it
+        state = CycleState(prepared)
+        if not self._all_pass(quick, state, pod, node, snap):
+            return False
+        active = []
+        for plugin in again:
+            verdict = plugin.pre_filter(state, pod, snap)
+            if isinstance(verdict, Status):
+                if not verdict.ok:
+                    return False
+                active.append(plugin)
+            elif verdict:
+                active.append(plugin)
+        return self._all_pass(active, state, pod, node, snap)
+
+    def _all_pass(
+        self, plugins: list, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot
+    ) -> bool:
+        for plugin in plugins:
+            if id(plugin) in self._batch_filter:
+                if plugin.filter_all(state, pod, [node], snap):
+                    return False
+            elif not plugin.filter(state, pod, node, snap).ok:
+                return False
+        return True
+
+    def _trial_base_of(self, pod: PodInfo, snap: Snapshot) -> tuple:
+        """Per pod and snapshot: (pod, snap, the state of the PreFilters trials reuse,
+        [unsupported refusal, their verdicts by position], (the filters to check with no
+        PreFilter run again, None when a reused PreFilter rejected; the PreFilters to run
+        again, in order))."""
         base = self._trial_base
         if base is None or base[0] is not pod or base[1] is not snap:
             state = CycleState()
             verdicts: list = [None] * len(self.filters)
             refused = unsupported.refusal(pod.raw)
+            quick, again, rejected = [], [], False
             if refused is None:
                 for i, plugin in enumerate(self.filters):
-                    if self._pre_filter[i] and not self._reads_pods[i]:
-                        verdicts[i] = plugin.pre_filter(state, pod, snap)
+                    if not self._pre_filter[i]:
+                        quick.append(plugin)
+                    elif self._reads_pods[i]:
+                        again.append(plugin)
+                    else:
+                        verdicts[i] = verdict = plugin.pre_filter(state, pod, snap)
+                        if isinstance(verdict, Status) and not verdict.ok:
+                            rejected = True
+                        elif verdict:
+                            quick.append(plugin)
             state.pop("fallbacks", None)
-            base = self._trial_base = (pod, snap, state, [refused, verdicts])
-        _, _, prepared, (refused, verdicts) = base
+            split = (None if rejected else quick, again)
+            base = self._trial_base = (pod, snap, state, [refused, verdicts], split)
+        return base
+
+    def _trial_state(self, pod: PodInfo, snap: Snapshot) -> CycleState:
+        """A fresh CycleState for one fit check of `pod`, its PreFilters run as
+        `_pre_filter_all` would run them now: the ones that read only the pod and the cluster's
+        objects are run once per pod and snapshot (a preemption runs hundreds of trials that
+        move pods only, under the cache lock) and reused; the others are run again."""
+        _, _, prepared, (refused, verdicts), _ = self._trial_base_of(pod, snap)
         state = CycleState(prepared)
         if refused is not None:
             state[PRE_FILTER_REJECTION] = refused

@@ -61,6 +61,8 @@ TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MESSAGE_PREFIX = "preemption: "  # upstream's, before the plugin's own message
 _INT32_SPAN = 2**31  # upstream adds MaxInt32+1 to each priority before summing
 _PREDICTED = NAME + ".predicted_cpu_m"
+_STARTED = NAME + ".start_time"
+_UNPARSED = object()
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,13 @@ class Candidate:
 
 # --- pure parts ----------------------------------------------------------------------------
 def start_time(pod: PodInfo, now: float) -> float:
-    """status.startTime in Unix seconds; a pod that has not started counts as starting now."""
-    text = (pod.raw.get("status") or {}).get("startTime")
-    return resources.parse_time(text) if text else now
+    """status.startTime in Unix seconds; a pod that has not started counts as starting now.
+    Parsed once per pod (every candidate node sorts its pods by it)."""
+    found = pod.memo.get(_STARTED, _UNPARSED)
+    if found is _UNPARSED:
+        text = (pod.raw.get("status") or {}).get("startTime")
+        found = pod.memo[_STARTED] = resources.parse_time(text) if text else None
+    return now if found is None else found
 
 
 def importance(pod: PodInfo, now: float) -> tuple[int, float]:
@@ -284,7 +290,7 @@ class Plugin:
             for group in (violating, fine):
                 for candidate in group:
                     trial.add(candidate)
-                    if handle.fits(pod, node, snap).ok:
+                    if handle.passes(pod, node, snap):  # the reasons of a no are not needed
                         continue
                     trial.remove(candidate)
                     victims.append(candidate)

@@ -31,8 +31,13 @@ class Handle:
         self.nominations: dict[str, str] = {}
 
     def fits(self, pod, node, snap):
-        others = [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
-        return self.profile.fits(pod, node, snap, others)
+        return self.profile.fits(pod, node, snap, self._others(pod, node))
+
+    def passes(self, pod, node, snap):
+        return self.profile.passes(pod, node, snap, self._others(pod, node))
+
+    def _others(self, pod, node):
+        return [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
 
     def nominated_node(self, pod):
         return self.nominations.get(pod.uid, "")
