@@ -213,11 +213,13 @@ class Evictor:
         for attempt in range(1, self._attempts + 1):
             try:
                 answer = kubeapi.request(self._api, method, path, body, TIMEOUT, content_type)
-                status, detail = answer.status, answer.message()
             except Exception as exc:  # noqa: BLE001 - transport errors: retry
                 status, detail = 0, f"{type(exc).__name__}: {exc}"
-            if 200 <= status < 300 or status in (404, 409):
-                return status
+            else:
+                status = answer.status
+                if 200 <= status < 300 or status in (404, 409):
+                    return status  # the answer (the whole pod, on success) is not decoded
+                detail = answer.message()
             if attempt == self._attempts or self._stopping.is_set():
                 break
             self.stats.retries += 1
