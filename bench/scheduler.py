@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import signal
 import statistics
 import subprocess
@@ -120,6 +121,32 @@ def process_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU per thread of a process (by OS thread id), from /proc (Linux)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """Python thread names by OS thread id (py-spy dump), the pool's number left out
+    ("bind_3" -> "bind", "events-1" -> "events")."""
+    spy = Path(sys.executable).with_name("py-spy")
+    dump = subprocess.run(
+        [str(spy), "dump", "--nonblocking", "--pid", str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+    found = re.findall(r'^Thread (\d+) \([^)]*\): "(.*)"$', dump, re.MULTILINE)
+    return {int(tid): re.sub(r"[-_]\d+$", "", name) for tid, name in found}
 
 
 def process_rss_peak_mb(pid: int) -> float | None:

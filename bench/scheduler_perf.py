@@ -63,6 +63,8 @@ from bench.scheduler import (
     start_ballast,
     start_kube_scheduler,
     start_sandbox,
+    thread_cpu_seconds,
+    thread_names,
 )
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
@@ -565,6 +567,7 @@ def preempt_one_by_one(
     keys = []
     stop_spy = spy_on(contender.pid, profile) if profile and contender.pid else None
     attempts0 = contender.attempts()
+    threads0 = thread_cpu_seconds(contender.pid) if profile and contender.pid else {}
     cpu0 = contender.cpu()
     for i in range(count):
         name = f"preemptor-{i:04d}"
@@ -574,6 +577,7 @@ def preempt_one_by_one(
         keys.append(key)
         _wait_bound(tracker, [key], timeout=60)
     cpu1 = contender.cpu()
+    threads1 = thread_cpu_seconds(contender.pid) if threads0 and contender.pid else {}
     attempts1 = contender.attempts()
     if stop_spy is not None:
         stop_spy()
@@ -587,6 +591,18 @@ def preempt_one_by_one(
         seconds = spent.pop("seconds", 0.0)
         out["attempts_per_preemptor"] = {k: round(v, 2) for k, v in sorted(spent.items())}
         out["cycle_ms_per_preemptor"] = round(1000 * seconds, 2)
+    if threads1 and out["bound"] and contender.pid:
+        # the process's CPU over the preemptors by thread (kernel counts, not samples)
+        names = thread_names(contender.pid)
+        by_thread: dict[str, float] = {}
+        for tid, cpu in threads1.items():
+            name = names.get(tid, "(ended or unnamed)")
+            by_thread[name] = by_thread.get(name, 0.0) + cpu - threads0.get(tid, 0.0)
+        out["cpu_ms_per_preemptor_by_thread"] = {
+            name: round(1000 * cpu / out["bound"], 2)
+            for name, cpu in sorted(by_thread.items(), key=lambda kv: -kv[1])
+            if cpu > 0
+        }
     return out | {"keys": keys, "settle_s": settle_s}
 
 
