@@ -33,6 +33,8 @@ class Nominations:
         return bool(self._by_uid)
 
     def on_node(self, node: str) -> list[PodInfo]:
+        if not self._by_uid:  # the common case, asked on every preemption trial: no lock
+            return []
         with self._lock:
             return [pod for pod, where in self._by_uid.values() if where == node]
 
