@@ -17,7 +17,7 @@ from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from shared.lifecycle import Lifecycle
-from watcher import defaults, forkgate, snapshot
+from watcher import defaults, snapshot
 from watcher.config import Config
 from watcher.errors import ProviderError, StoreError
 from watcher.nodenames import NodeNamer
@@ -33,14 +33,12 @@ logging.getLogger("apscheduler").setLevel(logging.WARNING)
 class DaemonExecutor(BaseExecutor):
     """Runs each job on a daemon thread of its own. APScheduler's thread pool is joined at
     interpreter exit, so a poll stuck on a provider that never answers would hold a stopping
-    process for the provider's whole timeout; a stopped poller's jobs may simply be dropped.
-    Each job passes the fork gate: gunicorn's master forks workers beside the poller."""
+    process for the provider's whole timeout; a stopped poller's jobs may simply be dropped."""
 
     def _do_submit_job(self, job: Any, run_times: list[dt.datetime]) -> None:
         def run() -> None:
             try:
-                with forkgate.GATE.passage():
-                    events = run_job(job, job._jobstore_alias, run_times, self._logger.name)
+                events = run_job(job, job._jobstore_alias, run_times, self._logger.name)
             except BaseException as exc:  # noqa: BLE001 - handed to APScheduler, as its pool does
                 self._run_job_error(job.id, exc, exc.__traceback__)
             else:

@@ -6,8 +6,10 @@ cluster-wide poll status (the active poller's last poll, its counters) is in /ap
 /readyz. Gauges read from the shared snapshot (`ballast_watcher_nodes`) are the same on every
 replica: aggregate them with max(), not sum().
 
-With Redis the poller runs in gunicorn's master and the API in the workers: the master writes
-its poller's figures to a small file (`PollerFile`) that the workers read at scrape time.
+With Redis the poller runs in one of gunicorn's workers (the one holding the replica's poller
+seat, watcher/seat.py) and the API in all of them: the polling worker writes its poller's
+figures to a small file (`PollerFile`) that every worker reads at scrape time. When the seat
+moves to another worker, the counters start again from 0, as after a restart.
 Request latency is recorded per process (multiprocess mode under several gunicorn workers).
 """
 
@@ -36,7 +38,7 @@ REQUEST_SECONDS = Histogram(
     ["endpoint"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
-EXPORT_INTERVAL = 1.0  # how often the master refreshes the poller file; scrapes are rarer
+EXPORT_INTERVAL = 1.0  # how often the polling worker refreshes the file; scrapes are rarer
 
 
 def poller_figures(poller: Any) -> dict[str, Any]:
@@ -51,7 +53,7 @@ def poller_figures(poller: Any) -> dict[str, Any]:
 
 
 class PollerFile:
-    """The master's poller figures, handed to the workers through a file they all can read."""
+    """The poller's figures, handed to every worker through a file they all can read."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -65,7 +67,7 @@ class PollerFile:
         try:
             return json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return None  # before the master's first write
+            return None  # before the poller's first write
 
     def export(self, poller: Any, stop: threading.Event) -> threading.Thread:
         """Refresh the file from `poller` every EXPORT_INTERVAL until `stop` is set."""

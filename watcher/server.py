@@ -1,8 +1,10 @@
 """Serving: gunicorn workers answer the API; the poller runs once per replica, not per worker.
 
-With Redis the poller runs in gunicorn's master process and the workers read the snapshot from
-Redis. With the in-memory store the poller and the API must share one process, so there is one
-worker (with threads) and the poller runs inside it.
+The poller always runs in a worker, never in gunicorn's master: the master forks, and a fork
+beside threads doing network I/O can copy a lock held (watcher/seat.py). With Redis, the worker
+holding the replica's poller seat runs it and every worker reads the snapshot from Redis. With
+the in-memory store the poller and the API must share one process, so there is one worker (with
+threads) and the poller runs inside it.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import logging
 import os
 import shutil
 import socket
-import tempfile
 import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.gthread import ThreadWorker
 
 from shared import rundir as rundirs
 from shared.lifecycle import SignalLatch
@@ -27,6 +29,7 @@ from watcher.config import Config
 from watcher.errors import ConfigError
 from watcher.nodenames import KubeNodes, NodeNamer
 from watcher.poller import Poller
+from watcher.seat import PollerSeat
 
 log = logging.getLogger(__name__)
 
@@ -77,20 +80,32 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
     )
 
 
+class ApiWorker(ThreadWorker):
+    """gunicorn's gthread worker, but SIGINT and SIGQUIT stop it as SIGTERM does (the master
+    still kills it after the grace). gunicorn's own quit raises SystemExit wherever the worker
+    happens to be; one that landed in a weakref callback while the worker booted was printed as
+    a traceback and lost, and the worker went on to serve."""
+
+    def handle_quit(self, sig: int, frame: Any) -> None:
+        self.cfg.worker_int(self)
+        self.handle_exit(sig, frame)
+
+
 class WatcherApplication(BaseApplication):
-    def __init__(self, config: Config, rundir: str = "", latch: SignalLatch | None = None) -> None:
+    def __init__(self, config: Config, rundir: str, latch: SignalLatch | None = None) -> None:
         self.config = config
         self.latch = latch
         self.memory = not config.redis_url
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.poller: Poller | None = None  # the master's (Redis)
-        self.worker_poller: Poller | None = None  # the one worker's (in-memory store)
+        self.rundir = Path(rundir)
+        self.poller: Poller | None = None  # this worker's, if it runs the replica's poller
+        self.seat: PollerSeat | None = None  # Redis: whether this worker runs the poller
         # Not at module level: prometheus_client picks its multiprocess mode when first imported,
         # which must come after serve() has set PROMETHEUS_MULTIPROC_DIR.
         from watcher import selfmetrics
 
-        # The master's poller figures for the workers' /metrics (Redis: they are other processes)
-        self.figures = selfmetrics.PollerFile(Path(rundir or tempfile.gettempdir()) / "poller.json")
+        # The poller's figures for every worker's /metrics (Redis: they are other processes)
+        self.figures = selfmetrics.PollerFile(self.rundir / "poller.json")
         self._stop_export = threading.Event()
         super().__init__()
 
@@ -99,7 +114,7 @@ class WatcherApplication(BaseApplication):
         settings = {
             "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
             "workers": 1 if self.memory else self.config.workers,
-            "worker_class": "gthread",
+            "worker_class": ApiWorker,
             "threads": self.config.threads,
             "timeout": 30,
             "graceful_timeout": 5,
@@ -107,7 +122,6 @@ class WatcherApplication(BaseApplication):
             "accesslog": None,
             "loglevel": "warning",
             "when_ready": self._when_ready,
-            "on_exit": self._on_exit,
             "child_exit": self._child_exit,
             "worker_exit": self._worker_exit,
             "post_worker_init": self._post_worker_init,
@@ -120,20 +134,24 @@ class WatcherApplication(BaseApplication):
 
         store = stores.create(self.config)
         if self.memory:
-            self.worker_poller = poller = make_poller(self.config, store, self.holder)
+            self.poller = poller = make_poller(self.config, store, self.holder)
             poller.start()
             return create_app(self.config, store, self.holder, poller)
+        self.seat = PollerSeat(self.rundir / "poller.lock", self._run_poller)
+        self.seat.start()
         return create_app(self.config, store, self.holder, figures=self.figures.read)
+
+    def _run_poller(self) -> None:
+        # Its own store (own connections): the API's threads never wait behind a poll.
+        self.poller = make_poller(self.config, stores.create(self.config), self.holder)
+        self.poller.start()
+        self.figures.export(self.poller, self._stop_export)
 
     def _when_ready(self, server: Any) -> None:
         if self.latch is not None and self.latch.received is not None:
             # A signal came before gunicorn's handlers existed: hand it to them, start nothing.
             self.latch.replay()
             return
-        if not self.memory:
-            self.poller = make_poller(self.config, stores.create(self.config), self.holder)
-            self.poller.start()
-            self.figures.export(self.poller, self._stop_export)
         log.warning("ballast watcher listening on %s (%s store)", self.config.listen,
                     "memory" if self.memory else "redis")  # fmt: skip
 
@@ -142,15 +160,16 @@ class WatcherApplication(BaseApplication):
         # comes back; this line tells an operator (and the tests) when each worker started.
         log.info("API worker %d serving", worker.pid)
 
-    def _on_exit(self, server: Any) -> None:
+    def _worker_exit(self, server: Any, worker: Any) -> None:
+        # In the worker: its poller's jobs must end before the interpreter does, and the lease
+        # is handed back before the seat, so the next worker's poller takes over at once.
+        if self.seat is not None:
+            self.seat.stop()
         self._stop_export.set()
         if self.poller is not None:
             self.poller.stop()
-
-    def _worker_exit(self, server: Any, worker: Any) -> None:
-        # In the worker: its poller's jobs must end before the interpreter does.
-        if self.worker_poller is not None:
-            self.worker_poller.stop()
+        if self.seat is not None:
+            self.seat.release()
 
     def _child_exit(self, server: Any, worker: Any) -> None:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -21,6 +22,7 @@ from watcher.store import Store
 
 log = logging.getLogger(__name__)
 BY_RANK = {rank: name for name, rank in ORDER.items()}
+FIRST_LOOK = 0.1  # seconds between a worker's looks for the first snapshot
 
 _AVG, _STD, _LATEST, _LAST, _HORIZON = (
     STAT_FIELDS.index(f) for f in ("avg", "std", "latest", "last", "horizon")
@@ -214,7 +216,9 @@ class SnapshotReader:
 
         def loop() -> None:
             while True:
-                time.sleep(interval)
+                # Until the first snapshot exists (a cluster's first seconds) look more often:
+                # a worker without one has nothing to serve if the store then goes away.
+                time.sleep(interval if self.view is not None else min(interval, FIRST_LOOK))
                 self.get()
 
         # The first read before the worker serves: a store that goes away in the worker's first
@@ -230,7 +234,10 @@ class SnapshotReader:
             if version is not None and (self.view is None or version != self.view.version):
                 blob = self.store.load_snapshot()
                 if blob is not None:
+                    first = self.view is None
                     self.view = View(json.loads(blob))
+                    if first:
+                        log.info("worker %d holds a snapshot to serve", os.getpid())
             self.store_error = None
         except StoreError as exc:
             if self.store_error is None:
