@@ -52,6 +52,19 @@ class ScoreParts:
     plugins: list[tuple[str, int, Any, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _TrialBase:
+    """What a preemption's fit trials of one pod on one snapshot share."""
+
+    pod: PodInfo
+    snap: Snapshot
+    state: CycleState  # of the PreFilters trials reuse (they read only the pod and objects)
+    refused: Status | None  # the pod's unsupported-feature refusal
+    verdicts: list  # the reused PreFilters' verdicts, by position in `filters`
+    quick: list | None  # filters to check with no PreFilter run again; None: one rejected
+    again: list  # the PreFilters to run again per trial (they read placed pods), in order
+
+
 class Profile:
     def __init__(
         self,
@@ -73,7 +86,7 @@ class Profile:
             pre and getattr(p, PRE_FILTER_READS_PODS, True)
             for p, pre in zip(filters, self._pre_filter, strict=True)
         ]
-        self._trial_base: tuple | None = None
+        self._trial_base: _TrialBase | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
         self._score_kinds = [
             (
@@ -164,14 +177,14 @@ class Profile:
         kept."""
         if nominated:
             return self.fits(pod, node, snap, nominated).ok
-        _, _, prepared, (refused, _), (quick, again) = self._trial_base_of(pod, snap)
-        if refused is not None or quick is None:
+        base = self._trial_base_of(pod, snap)
+        if base.refused is not None or base.quick is None:
             return False  # an unsupported pod, or a reused PreFilter rejected it
-        state = CycleState(prepared)
-        if not self._all_pass(quick, state, pod, node, snap):
+        state = CycleState(base.state)
+        if not self._all_pass(base.quick, state, pod, node, snap):
             return False
         active = []
-        for plugin in again:
+        for plugin in base.again:
             verdict = plugin.pre_filter(state, pod, snap)
             if isinstance(verdict, Status):
                 if not verdict.ok:
@@ -192,13 +205,10 @@ class Profile:
                 return False
         return True
 
-    def _trial_base_of(self, pod: PodInfo, snap: Snapshot) -> tuple:
-        """Per pod and snapshot: (pod, snap, the state of the PreFilters trials reuse,
-        [unsupported refusal, their verdicts by position], (the filters to check with no
-        PreFilter run again, None when a reused PreFilter rejected; the PreFilters to run
-        again, in order))."""
+    def _trial_base_of(self, pod: PodInfo, snap: Snapshot) -> _TrialBase:
+        """What every trial of `pod` on `snap` shares, computed once per pod and snapshot."""
         base = self._trial_base
-        if base is None or base[0] is not pod or base[1] is not snap:
+        if base is None or base.pod is not pod or base.snap is not snap:
             state = CycleState()
             verdicts: list = [None] * len(self.filters)
             refused = unsupported.refusal(pod.raw)
@@ -216,8 +226,9 @@ class Profile:
                         elif verdict:
                             quick.append(plugin)
             state.pop("fallbacks", None)
-            split = (None if rejected else quick, again)
-            base = self._trial_base = (pod, snap, state, [refused, verdicts], split)
+            quick_or_none = None if rejected else quick
+            base = _TrialBase(pod, snap, state, refused, verdicts, quick_or_none, again)
+            self._trial_base = base
         return base
 
     def _trial_state(self, pod: PodInfo, snap: Snapshot) -> CycleState:
@@ -225,8 +236,9 @@ class Profile:
         `_pre_filter_all` would run them now: the ones that read only the pod and the cluster's
         objects are run once per pod and snapshot (a preemption runs hundreds of trials that
         move pods only, under the cache lock) and reused; the others are run again."""
-        _, _, prepared, (refused, verdicts), _ = self._trial_base_of(pod, snap)
-        state = CycleState(prepared)
+        base = self._trial_base_of(pod, snap)
+        refused, verdicts = base.refused, base.verdicts
+        state = CycleState(base.state)
         if refused is not None:
             state[PRE_FILTER_REJECTION] = refused
             state[_ACTIVE_FILTERS] = []
