@@ -45,7 +45,13 @@ def test_unschedulable_pod_gets_the_condition_then_loses_it_when_bound(
         )
         assert cond["status"] == "False"
         assert cond["reason"] == "Unschedulable"
-        (event,) = events_for(kube_api, namespace, "big", "FailedScheduling")[:1]
+        # The event and the patch leave on the event workers, the event possibly later (held
+        # while binds are pending): wait for it rather than read it once.
+        (event,) = wait_for(
+            lambda: events_for(kube_api, namespace, "big", "FailedScheduling")[:1],
+            timeout=30,
+            what="the FailedScheduling event behind the condition",
+        )
         assert cond["message"] == event["note"]
         assert cond["message"].startswith("0/") and "Insufficient cpu" in cond["message"]
         assert runtime.events.conditions >= 1
