@@ -1,10 +1,12 @@
-"""Raw JSON requests to the API server through the kubernetes client's connection pool.
+"""Raw JSON requests to the API server with the kubernetes client's configuration.
 
 The generated client (v37) validates every body into pydantic models and back, and even its
 untyped path (`param_serialize` + `call_api`) walks the body and rebuilds headers on every call;
 for the calls made once per pod (the binding and its event) that costs about as much CPU as
 scheduling the pod. These helpers reuse the client's configuration (host, TLS, client
-certificate, bearer token with its refresh hook, connection pool, User-Agent) and send bytes.
+certificate, bearer token with its refresh hook, User-Agent) and send bytes over
+scheduler/kube/transport.py's keep-alive connections, or through the client's urllib3 pool
+when the configuration needs it (a proxy).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 import urllib3
 from kubernetes import client
+
+from scheduler.kube import transport
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
@@ -55,13 +59,20 @@ def request(
 ) -> Answer:
     """One request; transport errors raise (urllib3/OSError), HTTP errors come back as Answer.
     `content_type` names a patch flavour ("application/merge-patch+json", ...)."""
+    data = None if body is None else json.dumps(body).encode()
+    lean = transport.for_client(api)
+    if lean is not None:
+        status, answer = lean.request(
+            method, path, data, content_type or _HEADERS["Content-Type"], timeout
+        )
+        return Answer(status, answer)
     headers = _headers(api)
     if content_type:
         headers["Content-Type"] = content_type
     resp = api.rest_client.pool_manager.request(
         method,
         api.configuration.host + path,
-        body=None if body is None else json.dumps(body).encode(),
+        body=data,
         headers=headers,
         timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
     )
