@@ -42,10 +42,9 @@ class Answer:
 
 def _headers(api: client.ApiClient) -> dict[str, str]:
     headers = {**api.default_headers, **_HEADERS}
-    # Asked on every call: the configuration's refresh hook may rotate the token.
-    token = api.configuration.auth_settings().get("BearerToken")
-    if token and token.get("value"):
-        headers[token["key"]] = token["value"]
+    auth = transport.bearer(api.configuration)
+    if auth:
+        headers[auth[0]] = auth[1]
     return headers
 
 

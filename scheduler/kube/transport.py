@@ -108,18 +108,11 @@ class Transport:
                 conn.close()
             return status, answer
 
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
     def _request_head(self, method: str, path: str, body: bytes | None, content_type: str) -> bytes:
         lines = [f"{method} {self._prefix}{path} HTTP/1.1\r\n", self._head]
-        # Asked on every call: the configuration's refresh hook may rotate the token.
-        token = self._cfg.auth_settings().get("BearerToken")
-        if token and token.get("value"):
-            lines.append(f"{token['key']}: {token['value']}\r\n")
+        auth = bearer(self._cfg)
+        if auth:
+            lines.append(f"{auth[0]}: {auth[1]}\r\n")
         if body is not None:
             lines.append(f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n")
         lines.append("\r\n")
@@ -144,7 +137,8 @@ class Transport:
 
     def _connect(self, connect_timeout: float) -> _Conn:
         sock = socket.create_connection((self._host, self._port), timeout=connect_timeout)
-        self.connections += 1
+        with self._lock:
+            self.connections += 1
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._context is not None:
@@ -153,6 +147,15 @@ class Transport:
             sock.close()
             raise
         return _Conn(sock)
+
+
+def bearer(cfg: Any) -> tuple[str, str] | None:
+    """The Authorization header of a kubernetes client configuration, or None. Asked on every
+    call: the configuration's refresh hook may rotate the token."""
+    token = cfg.auth_settings().get("BearerToken")
+    if token and token.get("value"):
+        return token["key"], token["value"]
+    return None
 
 
 def _tls_context(cfg: Any) -> ssl.SSLContext:
