@@ -59,6 +59,7 @@ from bench.scheduler import (
     Contender,
     PodMaker,
     PodWatch,
+    compile_ballast,
     spy_on,
     start_ballast,
     start_kube_scheduler,
@@ -873,6 +874,13 @@ def main(argv: list[str] | None = None) -> int:
         "in profile-perf-PreemptionAsync-preemptors.txt",
     )
     parser.add_argument(
+        "--from-source",
+        action="store_true",
+        help="run Ballast as this checkout is (here: every start compiles its own modules from "
+        "source, PYTHONDONTWRITEBYTECODE=1) instead of from bytecode compiled beforehand, as "
+        "its image ships it; runs before 2026-11-26 were from source",
+    )
+    parser.add_argument(
         "--table",
         type=Path,
         default=None,
@@ -898,6 +906,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     out = args.out or RESULTS.with_name(f"scheduler-perf-{args.size}.json")
     urllib3.disable_warnings()
+    if not args.from_source:
+        compile_ballast()
     began = time.monotonic()
     report: dict[str, Any] = {
         "benchmark": "scheduler_perf shapes",
@@ -907,6 +917,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "rounds": args.rounds,
         "ballast": "default profile, no watcher, parallelism 16, decision recording on (default)",
+        "ballast_bytecode": "from source" if args.from_source else "compiled beforehand",
         "kube_scheduler": "v1.34 default profile, client QPS/burst 5000",
         "workloads": [],
     }
