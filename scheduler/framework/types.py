@@ -113,10 +113,14 @@ class NodeInfo:
         if pod.uid in self.pods:
             self.remove_pod(pod)
         self.pods[pod.uid] = pod
-        _add(self.requested, pod.requests, 1)
-        _add(self.limits, pod.limits, 1)
-        _add(self.nonzero_requested, pod.nonzero_requests, 1)
-        _add(self.limits_or_requests, _limits_or_requests(pod), 1)
+        sums = (self.requested, self.limits, self.nonzero_requested, self.limits_or_requests)
+        for which, name, value in _sum_parts(pod):
+            total = sums[which]
+            left = total.get(name, 0) + value
+            if left:
+                total[name] = left
+            else:
+                total.pop(name, None)
         for port in pod.host_ports:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         if pod.has_pod_affinity:
@@ -129,10 +133,14 @@ class NodeInfo:
         known = self.pods.pop(pod.uid, None)
         if known is None:
             return False
-        _add(self.requested, known.requests, -1)
-        _add(self.limits, known.limits, -1)
-        _add(self.nonzero_requested, known.nonzero_requests, -1)
-        _add(self.limits_or_requests, _limits_or_requests(known), -1)
+        sums = (self.requested, self.limits, self.nonzero_requested, self.limits_or_requests)
+        for which, name, value in _sum_parts(known):
+            total = sums[which]
+            left = total.get(name, 0) - value
+            if left:
+                total[name] = left
+            else:
+                total.pop(name, None)
         for port in known.host_ports:
             left = self.used_ports.get(port, 0) - 1
             if left > 0:
@@ -144,27 +152,29 @@ class NodeInfo:
         return True
 
 
-def _limits_or_requests(pod: PodInfo) -> Resources:
-    found = pod.memo.get(_LIMITS_OR_REQUESTS)
-    if found is None:  # once per pod: preemption trials take pods off and on again
-        found = pod.memo[_LIMITS_OR_REQUESTS] = {
+def _sum_parts(pod: PodInfo) -> tuple[tuple[int, str, int], ...]:
+    """What `pod` adds to each of a NodeInfo's four sums (requested, limits, nonzero_requested,
+    limits_or_requests) as (which sum, resource, amount), built once per pod: a preemption's
+    dry run takes each lower-priority pod off and on again, about 1,500 edits per preemptor on
+    500 nodes, and one flat loop costs about half of a call per sum."""
+    found = pod.memo.get(_SUM_PARTS)
+    if found is None:
+        limits_or_requests = {
             r: max(pod.limits.get(r, 0), pod.requests.get(r, 0))
             for r in (CPU, MEMORY)
             if r in pod.limits or r in pod.requests
         }
+        parts = (pod.requests, pod.limits, pod.nonzero_requests, limits_or_requests)
+        found = pod.memo[_SUM_PARTS] = tuple(
+            (which, name, value)
+            for which, part in enumerate(parts)
+            for name, value in part.items()
+            if value
+        )
     return found
 
 
-_LIMITS_OR_REQUESTS = "NodeInfo.limits_or_requests"
-
-
-def _add(total: Resources, part: Resources, sign: int) -> None:
-    for name, value in part.items():
-        left = total.get(name, 0) + sign * value
-        if left:
-            total[name] = left
-        else:
-            total.pop(name, None)
+_SUM_PARTS = "NodeInfo.sum_parts"
 
 
 class CycleState(dict):

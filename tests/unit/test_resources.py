@@ -120,6 +120,14 @@ def test_add_and_remove_pods_keep_sums():
     assert node.remove_pod(a) and not node.remove_pod(a)
     assert node.requested == {"cpu": 300} and node.limits == {}
     assert list(node.pods) == ["uid-b"]
+    for _ in range(2):  # a preemption trial takes pods off and on: the sums come back exactly
+        assert node.remove_pod(b)
+        sums = (node.requested, node.nonzero_requested, node.limits_or_requests, node.limits)
+        assert sums == ({}, {}, {}, {})  # nothing left at zero
+        node.add_pod(b)
+        node.add_pod(a)
+        assert node.limits_or_requests == {"cpu": 500, "memory": MI}
+        assert node.remove_pod(a)
 
 
 def test_predicted_cpu_limit_then_request_times_multiplier_then_default():
