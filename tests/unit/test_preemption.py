@@ -180,6 +180,42 @@ def test_node_order(a, b, winner):
     assert dp.pick([b, a]).node == winner
 
 
+def test_load_is_asked_only_of_candidates_tied_on_upstreams_criteria():
+    loads = {"a": 70.0, "b": 20.0, "c": 5.0, "d": 1.0}
+    asked = []
+
+    def load_of(c):
+        asked.append(c.node)
+        return loads[c.node]
+
+    a, b = _cand("a", [3], [100.0]), _cand("b", [3], [100.0])
+    c, d = _cand("c", [3, 1], [100.0, 1.0]), _cand("d", [3], [50.0])  # lose before the load
+    assert dp.pick([c, a, d, b], True, load_of).node == "b"
+    assert sorted(asked) == ["a", "b"]
+    eager = [dp.Candidate(x.node, x.victims, 0, x.start_times, loads[x.node]) for x in (a, b, c, d)]
+    assert dp.pick(eager).node == "b"  # what weighing every candidate picks
+    asked.clear()
+    assert dp.pick([c, _cand("e", [3], [300.0]), a], True, load_of).node == "e"
+    assert asked == []  # a single best: no load asked at all
+
+
+def test_tied_candidates_go_to_the_node_coolest_after_eviction():
+    # One priority-1 victim of 3 CPU on each node, started alike; n1 also keeps a 1-CPU pod of
+    # higher priority, so with its victim gone it is still a quarter used, n2 is empty.
+    def placed():
+        keeper = pod("keeper", "1", 20, start="2024-01-01T00:00:00Z")
+        low = [pod(f"low{i}", "3", 1, start="2024-01-01T00:00:00Z") for i in (1, 2)]
+        return [(keeper, "n1"), (low[0], "n1"), (low[1], "n2")]
+
+    nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
+    aware, snap = run(pod("hi", "3", 10), nodes, placed(), plugin=dp.Plugin(dp.Args()))
+    assert aware.nominated_node == "n2" and [v.name for v in aware.victims] == ["low2"]
+    assert snap.nodes["n1"].requested[CPU] == 4000  # the weighing put n1's victim back
+    nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
+    by_name, _ = run(pod("hi", "3", 10), nodes, placed())
+    assert by_name.nominated_node == "n1"
+
+
 def test_load_tie_break_off_falls_back_to_the_name():
     a, b = _cand("a", [3], load=70.0), _cand("b", [3], load=20.0)
     assert dp.pick([b, a], load_aware=False).node == "a"
