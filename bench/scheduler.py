@@ -191,17 +191,20 @@ class Contender:
 
 class PodWatch:
     """A watch on the pods of one namespace (or of all, `namespace=None`) on its own thread,
-    resumed from the last version seen; `handle` gets each event's decoded object."""
+    resumed from the last version seen; `handle` gets each event's decoded object. With
+    `existing`, the pods already there come first (as ADDED), else only what happens after."""
 
     def __init__(
         self,
         api: client.ApiClient,
         namespace: str | None,
         handle: Callable[[dict[str, Any]], None],
+        existing: bool = False,
     ) -> None:
         self._core = client.CoreV1Api(api)
         self._ns = namespace
         self._handle = handle
+        self._existing = existing
         self._stop = threading.Event()
         self._resp: Any = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -222,7 +225,10 @@ class PodWatch:
         return self._core.list_namespaced_pod(self._ns, _preload_content=False, **kwargs)
 
     def _run(self) -> None:
-        rv = json.loads(self._list(limit=1, _request_timeout=T).data)["metadata"]["resourceVersion"]
+        rv = None  # a watch without a version starts with every pod there as ADDED
+        if not self._existing:
+            head = json.loads(self._list(limit=1, _request_timeout=T).data)
+            rv = head["metadata"]["resourceVersion"]
         while not self._stop.is_set():
             try:
                 self._resp = self._list(
@@ -266,48 +272,30 @@ class RawBinder:
 
     def __init__(self, api: client.ApiClient, namespace: str, nodes: list[str]) -> None:
         self._api = api
-        self._core = client.CoreV1Api(api)
         self._ns = namespace
         self._nodes = nodes
+        self._next = 0
         self._work: queue.Queue[tuple[str, str] | None] = queue.Queue()
-        self._tracker_stop = threading.Event()
-        self._resp: Any = None
         self._threads = [threading.Thread(target=self._bind, daemon=True) for _ in range(THREADS)]
-        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        # PodWatch resumes when the apiserver ends a watch (it closes one that falls behind:
+        # this process's bind threads share its interpreter); a lost event is a pod never bound.
+        self._watch = PodWatch(api, namespace, self._seen, existing=True)
 
     def start(self) -> None:
         for t in self._threads:
             t.start()
-        self._watcher.start()
+        self._watch.start()
 
     def stop(self) -> None:
-        self._tracker_stop.set()
-        interrupt(self._resp)
+        self._watch.stop()
         for _ in self._threads:
             self._work.put(None)
 
-    def _watch(self) -> None:
-        """Watch again whenever a watch ends: the apiserver closes a watcher that falls behind
-        (this process's bind threads share its interpreter), and a pod whose event was lost
-        would never be bound. A new watch without a resourceVersion lists every pod again as
-        ADDED; one queued twice is refused with 409 the second time."""
-        i = 0
-        while not self._tracker_stop.is_set():
-            try:
-                self._resp = self._core.list_namespaced_pod(
-                    self._ns, watch=True, _preload_content=False, _request_timeout=(5, 660)
-                )
-                for line in iter_resp_lines(self._resp):
-                    obj = json.loads(line).get("object") or {}
-                    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-                    if spec.get("schedulerName") == "raw-bind" and not spec.get("nodeName"):
-                        self._work.put((meta["name"], self._nodes[i % len(self._nodes)]))
-                        i += 1
-            except Exception as exc:  # noqa: BLE001 - closed at stop; otherwise watch again
-                if self._tracker_stop.is_set():
-                    return
-                print(f"raw-bind watch ended: {type(exc).__name__}: {exc}", file=sys.stderr)
-                self._tracker_stop.wait(0.5)
+    def _seen(self, obj: dict[str, Any]) -> None:
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        if spec.get("schedulerName") == "raw-bind" and not spec.get("nodeName"):
+            self._work.put((meta["name"], self._nodes[self._next % len(self._nodes)]))
+            self._next += 1
 
     def _bind(self) -> None:
         path = f"/api/v1/namespaces/{self._ns}/pods"

@@ -156,7 +156,7 @@ def _sum_parts(pod: PodInfo) -> tuple[tuple[int, str, int], ...]:
     """What `pod` adds to each of a NodeInfo's four sums (requested, limits, nonzero_requested,
     limits_or_requests) as (which sum, resource, amount), built once per pod: a preemption's
     dry run takes each lower-priority pod off and on again, about 1,500 edits per preemptor on
-    500 nodes, and one flat loop costs about half of a call per sum."""
+    500 nodes, and one flat loop is a third cheaper than a call per sum."""
     found = pod.memo.get(_SUM_PARTS)
     if found is None:
         limits_or_requests = {

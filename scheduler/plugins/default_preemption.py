@@ -198,19 +198,20 @@ def pick(
     load_aware: bool = True,
     load_of: Callable[[Candidate], float] | None = None,
 ) -> Candidate:
-    """The best candidate by `order_key`. With `load_of`, a candidate's load after eviction is
-    asked only when it ties with others on upstream's criteria: the load decides among those
-    alone, so the rest never need it (a preemption weighs 100 candidates or more, and upstream's
-    start times seldom tie)."""
-    if not load_aware or load_of is None:
-        return min(candidates, key=lambda c: order_key(c, load_aware))
+    """The best candidate by `order_key`. The load after eviction (`load_of`, else the
+    candidate's own `load_after`) is asked only of the candidates tied on upstream's criteria:
+    it decides among those alone, so the rest never need it (a preemption weighs 100 candidates
+    or more, and upstream's start times seldom tie)."""
+    if not load_aware:
+        return min(candidates, key=lambda c: order_key(c, False))
     keyed = [(upstream_key(c), c) for c in candidates]
     best = min(k for k, _ in keyed)
     tied = [c for k, c in keyed if k == best]
     if len(tied) == 1:
         return tied[0]
-    weighed = [replace(c, load_after=load_of(c)) for c in tied]
-    return min(weighed, key=lambda c: (round(c.load_after, 6), c.node))
+    if load_of is not None:
+        tied = [replace(c, load_after=load_of(c)) for c in tied]
+    return min(tied, key=lambda c: order_key(c, True))
 
 
 # --- the plugin --------------------------------------------------------------------------
@@ -337,8 +338,6 @@ class Plugin:
         """The node's CPU use in percent once `victims` are gone, from the same load view as
         the scores: the measured share minus what the victims are predicted to use (the
         allocation share already left them out: they are off the node during the trial)."""
-        if not self.args.load_aware_tie_break:
-            return 0.0
         state = CycleState()
         u = loadview.usage(state, node, snap, CPU)
         allocatable = node.allocatable.get(CPU, 0)
