@@ -159,6 +159,9 @@ class _Handle:
     def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         return self.profile.passes(pod, node, snap)
 
+    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
+        return self.profile.rules_out(pod, node, snap, added)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return ""
 

@@ -420,5 +420,8 @@ class _Handle:
     def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         return self._profile.passes(pod, node, snap, self._cycle.nominated_on(pod, node.name))
 
+    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
+        return self._profile.rules_out(pod, node, snap, added)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return self._cycle.nominated_node(pod)

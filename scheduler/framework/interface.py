@@ -54,6 +54,16 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 
 @runtime_checkable
+class AddedPodFilterPlugin(FilterPlugin, Protocol):
+    def rejects_with(self, state: CycleState, pod: PodInfo, node: NodeInfo, added: PodInfo) -> bool:
+        """True only when `filter` would reject `pod` on `node` once `added` (not on it now) is
+        counted there too, judged from the node's sums without editing it; False when unsure.
+        A preemption's reprieve asks it of each victim before putting the victim back: most
+        victims are victims for their requests alone, and an edit costs more than this."""
+        ...
+
+
+@runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
         """0..MAX_NODE_SCORE before normalisation."""
@@ -110,6 +120,11 @@ class Handle(Protocol):
 
     def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         """`fits(pod, node, snap).ok`, without the reasons (checked in a cheaper order)."""
+        ...
+
+    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
+        """True only when `pod` surely fails on `node` with `added` put back on it (a filter
+        says so from the node's sums, nothing edited); False when unsure: ask `passes`."""
         ...
 
     def nominated_node(self, pod: PodInfo) -> str:

@@ -19,6 +19,7 @@ from scheduler.framework import unsupported
 from scheduler.framework.interface import (
     PRE_FILTER_READS_PODS,
     UNRESOLVABLE_NODES,
+    AddedPodFilterPlugin,
     BatchFilterPlugin,
     BatchScorePlugin,
     FilterPlugin,
@@ -63,6 +64,7 @@ class _TrialBase:
     verdicts: list  # the reused PreFilters' verdicts, by position in `filters`
     quick: list | None  # filters to check with no PreFilter run again; None: one rejected
     again: list  # the PreFilters to run again per trial (they read placed pods), in order
+    added_checks: list  # the filters of `quick` that judge a pod put back without an edit
 
 
 class Profile:
@@ -88,6 +90,7 @@ class Profile:
         ]
         self._trial_base: _TrialBase | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
+        self._added_pod_filter = {id(p) for p in filters if isinstance(p, AddedPodFilterPlugin)}
         self._score_kinds = [
             (
                 isinstance(p, PreScorePlugin),
@@ -194,6 +197,21 @@ class Profile:
                 active.append(plugin)
         return self._all_pass(active, state, pod, node, snap)
 
+    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
+        """True only when `passes` would surely say no with `added` put back on `node`: a
+        filter that needs no PreFilter run again rejects it from the node's sums (nothing is
+        edited). Exact whatever the nominated pods: `fits` asks the node with and without
+        them, so a rejection without them is a rejection. False when unsure."""
+        if not self._added_pod_filter or added.uid in node.pods:
+            return False
+        base = self._trial_base_of(pod, snap)
+        if base.refused is not None or base.quick is None:
+            return True  # `passes` refuses such a pod on any node
+        for plugin in base.added_checks:
+            if plugin.rejects_with(base.state, pod, node, added):
+                return True
+        return False
+
     def _all_pass(
         self, plugins: list, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot
     ) -> bool:
@@ -227,7 +245,8 @@ class Profile:
                             quick.append(plugin)
             state.pop("fallbacks", None)
             quick_or_none = None if rejected else quick
-            base = _TrialBase(pod, snap, state, refused, verdicts, quick_or_none, again)
+            checks = [p for p in quick if id(p) in self._added_pod_filter] if quick_or_none else []
+            base = _TrialBase(pod, snap, state, refused, verdicts, quick_or_none, again, checks)
             self._trial_base = base
         return base
 

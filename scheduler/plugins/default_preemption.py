@@ -244,9 +244,7 @@ class Plugin:
                 statuses.setdefault(name, [NOT_HELPFUL])
             message = MESSAGE_PREFIX + failure_message(total, statuses)
             return PostFilterResult(message=message, clear=True)
-        best = pick(
-            candidates, self.args.load_aware_tie_break, lambda c: self._load_after_trial(c, snap)
-        )
+        best = pick(candidates, self.args.load_aware_tie_break, lambda c: self._load_after(c, snap))
         return PostFilterResult(nominated_node=best.node, victims=best.victims)
 
     def not_eligible(self, pod: PodInfo, snap: Snapshot, handle: Handle) -> str:
@@ -312,10 +310,12 @@ class Plugin:
             violations = 0
             for group in (violating, fine):
                 for candidate in group:
-                    trial.add(candidate)
-                    if handle.passes(pod, node, snap):  # the reasons of a no are not needed
-                        continue
-                    trial.remove(candidate)
+                    # A victim by its requests alone is known without putting it back.
+                    if not handle.rules_out(pod, node, snap, candidate):
+                        trial.add(candidate)
+                        if handle.passes(pod, node, snap):  # the reasons of a no are not needed
+                            continue
+                        trial.remove(candidate)
                     victims.append(candidate)
                     violations += group is violating
         if not victims:  # upstream: a node that fits with no victim is an error, not a candidate
@@ -325,26 +325,23 @@ class Plugin:
         times = tuple(start_time(v, now) for v in victims)
         return Candidate(node.name, tuple(victims), violations, times), status
 
-    def _load_after_trial(self, c: Candidate, snap: Snapshot) -> float:
-        """`_load_after` of a candidate found earlier: its victims taken off its node again,
-        as they were when the dry run found it."""
+    def _load_after(self, c: Candidate, snap: Snapshot) -> float:
+        """Candidate `c`'s node's CPU use in percent once its victims are gone, from the same
+        load view as the scores: the measured share minus what the victims are predicted to
+        use, the allocation share without their requests. The node is not edited: that share
+        reads only the requested sum, so subtracting their requests gives the number taking
+        them off would (and ~100 tied candidates are weighed per preemptor when start times
+        tie, as kwok's whole seconds make them)."""
         node = snap.nodes[c.node]
-        with TrialEdit(snap, node) as trial:
-            for victim in c.victims:
-                trial.remove(victim)
-            return self._load_after(node, snap, list(c.victims))
-
-    def _load_after(self, node: NodeInfo, snap: Snapshot, victims: list[PodInfo]) -> float:
-        """The node's CPU use in percent once `victims` are gone, from the same load view as
-        the scores: the measured share minus what the victims are predicted to use (the
-        allocation share already left them out: they are off the node during the trial)."""
         state = CycleState()
-        u = loadview.usage(state, node, snap, CPU)
+        on_node = (node.pods[v.uid] for v in c.victims if v.uid in node.pods)
+        gone_requests = sum(v.requests.get(CPU, 0) for v in on_node)
+        u = loadview.usage(state, node, snap, CPU, less_requested=gone_requests)
         allocatable = node.allocatable.get(CPU, 0)
         if allocatable <= 0:
             return u.avg
         gone_m = sum(
-            estimate(v, snap.workloads, fallback=(_predicted_cpu_m(v), 0)).cpu_m for v in victims
+            estimate(v, snap.workloads, fallback=(_predicted_cpu_m(v), 0)).cpu_m for v in c.victims
         )
         recent_m = loadview.recent_cpu_m(snap, node, u)
         return max(0.0, u.avg + 100.0 * (recent_m - u.weight * gone_m) / allocatable)

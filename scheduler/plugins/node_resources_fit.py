@@ -79,6 +79,20 @@ class Plugin:
                 unresolvable = unresolvable or value > have
         return Status.reject(*reasons, unresolvable=unresolvable) if reasons else Status.success()
 
+    def rejects_with(self, state: CycleState, pod: PodInfo, node: NodeInfo, added: PodInfo) -> bool:
+        """`filter`'s verdict with `added` counted on the node: its requests are what a
+        NodeInfo adds to `requested` (and one pod more)."""
+        wanted = state.get(_KEY)
+        if wanted is None:
+            wanted = self._wanted(pod)
+        if len(node.pods) + 2 > pods_allowed(node):
+            return True
+        requested, allocatable, more = node.requested, node.allocatable, added.requests
+        for name, value in wanted:
+            if value > allocatable.get(name, 0) - requested.get(name, 0) - more.get(name, 0):
+                return True
+        return False
+
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> dict[int, Status]:

@@ -36,6 +36,9 @@ class Handle:
     def passes(self, pod, node, snap):
         return self.profile.passes(pod, node, snap, self._others(pod, node))
 
+    def rules_out(self, pod, node, snap, added):
+        return self.profile.rules_out(pod, node, snap, added)
+
     def _others(self, pod, node):
         return [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
 
@@ -368,3 +371,112 @@ def test_a_pod_larger_than_any_node_does_not_try_preemption():
     result, _ = run(pod("huge", "9", priority=10), nodes, placed, Counting(profile()))
     assert not result.nominated_node and result.clear and tries == []
     assert result.message == "preemption: 0/3 nodes are available: 3 " + dp.NOT_HELPFUL + "."
+
+
+def _random_node_with_pods(rng, i):
+    node = make_node(f"n{i}", cpu=str(rng.randint(2, 4)), memory=f"{rng.randint(2, 8)}Gi")
+    node.allocatable["pods"] = rng.randint(2, 6)
+    placed = []
+    for j in range(rng.randint(2, 5)):
+        cpu, mem = f"{rng.choice([100, 500, 900, 1500])}m", f"{rng.choice([1, 2])}Gi"
+        placed.append((pod_mem(f"p{i}-{j}", cpu, rng.randint(0, 5), mem), node.name))
+    return node, placed
+
+
+def pod_mem(name, cpu, priority, memory):
+    return make_pod(name, [container(cpu=cpu, memory=memory)], priority=priority)
+
+
+def test_rules_out_is_what_putting_the_pod_back_would_say():
+    """NodeResourcesFit's `rejects_with` gives `filter`'s verdict on the node with the pod put
+    back, and the profile's `rules_out` is never True where `passes` would say yes."""
+    import random
+
+    rng = random.Random(7)
+    prof = Profile("ballast", [node_unschedulable.Plugin(), node_resources_fit.Plugin()], [])
+    fit = prof.filters[1]
+    said_no = 0
+    for i in range(300):
+        node = make_node("n", cpu=str(rng.randint(1, 6)), memory=f"{rng.randint(1, 8)}Gi")
+        node.allocatable["pods"] = rng.randint(1, 5)
+        on = [pod_mem(f"on{j}", f"{rng.choice([100, 900, 1500])}m", 0, "1Gi") for j in range(3)]
+        snap = snapshot_of([node], [(p, "n") for p in on[: rng.randint(0, 3)]])
+        added = pod_mem(f"back{i}", f"{rng.choice([0, 300, 900, 2000])}m", 0, "1Gi")
+        me = pod_mem(f"me{i}", f"{rng.choice([100, 1000, 2500])}m", 9, rng.choice(["1Gi", "3Gi"]))
+        ruled = prof.rules_out(me, node, snap, added)
+        with TrialEdit(snap, node) as trial:
+            trial.add(added)
+            passes = prof.passes(me, node, snap)
+            rejected = not fit.filter(CycleState(), me, node, snap).ok
+        assert fit.rejects_with(CycleState(), me, node, added) == rejected
+        assert not (ruled and passes)
+        assert ruled == rejected  # the other filter never rejects here
+        said_no += ruled
+    assert 30 < said_no < 270  # both answers were exercised
+
+
+def test_reprieve_without_rules_out_picks_the_same_victims():
+    """The shortcut changes no decision: the same nominated node and victims with a handle
+    that is never sure (every victim put back and judged by `passes`)."""
+    import random
+
+    class NeverSure(Handle):
+        def rules_out(self, pod, node, snap, added):
+            return False
+
+    tried = 0
+    for round_ in range(60):
+        answers = []
+        for handle_class in (Handle, NeverSure):
+            rng = random.Random(round_)  # the same cluster, built afresh for each handle
+            nodes, placed = [], []
+            for i in range(6):
+                node, on = _random_node_with_pods(rng, i)
+                nodes.append(node)
+                placed += on
+            me = pod_mem(f"me{round_}", f"{rng.choice([1500, 2000, 3000])}m", 9, "1Gi")
+            snap = snapshot_of(nodes, placed, now=1_000_000.0)
+            prof = profile()
+            state = CycleState()
+            feasible, reasons = prof.filter(me, list(snap.nodes.values()), snap, state)
+            if feasible:
+                break
+            plugin = dp.Plugin(dp.Args(), rng=random.Random(round_))
+            got = plugin.post_filter(state, me, snap, reasons, handle_class(prof))
+            answers.append((got.nominated_node, [v.uid for v in got.victims or ()]))
+        if answers:
+            tried += bool(answers[0][1])
+            assert answers[0] == answers[1]
+    assert tried > 30  # most rounds preempted
+
+
+def test_load_after_eviction_is_the_load_with_the_victims_taken_off():
+    """Weighed without editing the node, the same number as with the victims off it, on
+    stale data (blended with the allocation share) as on none."""
+    from scheduler.plugins.helpers import loadview
+    from tests.unit.plugin_helpers import snapshot, stats
+
+    node = make_node("n1", cpu="4")
+    victims = [pod("v1", "900m", 0), pod("v2", "1500m", 0)]
+    keeper = pod("keeper", "500m", 5)
+    for loads in (None, {"n1": {"cpu": stats(avg=60.0, state="stale", age=200, horizon=60)}}):
+        snap = snapshot([node], loads)
+        for p in (*victims, keeper):
+            node.add_pod(p)
+            snap.cluster.add_pod(p, "n1")
+        cand = dp.Candidate("n1", tuple(victims), 0, (0.0, 0.0))
+        weighed = dp.Plugin(dp.Args())._load_after(cand, snap)
+        with TrialEdit(snap, node) as trial:
+            for v in victims:
+                trial.remove(v)
+            off = loadview.usage(CycleState(), node, snap, CPU)
+        assert node.requested[CPU] == 2900  # untouched
+        assert off.avg > 0 and (off.weight == 0) == (loads is None)
+        gone_m = sum(
+            dp.estimate(v, snap.workloads, fallback=(dp._predicted_cpu_m(v), 0)).cpu_m
+            for v in victims
+        )
+        assert weighed == max(0.0, off.avg - 100.0 * off.weight * gone_m / 4000)
+        for p in (*victims, keeper):
+            node.remove_pod(p)
+            snap.cluster.remove_pod(p.uid)

@@ -41,12 +41,13 @@ class Usage:
     reason: str  # FRESH, STALE, EXPIRED, MISSING or UNSERVED
 
 
-def allocation_percent(node: NodeInfo, resource: str) -> float:
-    """Requested / allocatable in percent; 0 for a node that offers none of the resource."""
+def allocation_percent(node: NodeInfo, resource: str, less_requested: int = 0) -> float:
+    """Requested / allocatable in percent (less `less_requested` of the requests); 0 for a
+    node that offers none of the resource."""
     allocatable = node.allocatable.get(resource, 0)
     if allocatable <= 0:
         return 0.0
-    return 100.0 * node.requested.get(resource, 0) / allocatable
+    return 100.0 * (node.requested.get(resource, 0) - less_requested) / allocatable
 
 
 def blend_weight(stats: MetricStats) -> float:
@@ -71,10 +72,14 @@ def metric_stats(snap: Snapshot, node: str, key: str) -> MetricStats | None:
     return load.metrics.get(key) if load is not None else None
 
 
-def usage(state: CycleState, node: NodeInfo, snap: Snapshot, resource: str) -> Usage:
-    """The node's `resource` ("cpu" or "memory") usage after the fallback rule; memoised."""
+def usage(
+    state: CycleState, node: NodeInfo, snap: Snapshot, resource: str, less_requested: int = 0
+) -> Usage:
+    """The node's `resource` ("cpu" or "memory") usage after the fallback rule; memoised.
+    With `less_requested`, as if pods requesting that much of it were off the node (what a
+    preemption weighs; not memoised)."""
     cache = state.setdefault(_CACHE, {})
-    hit = cache.get((node.name, resource))
+    hit = None if less_requested else cache.get((node.name, resource))
     if hit is not None:
         return hit
     stats = metric_stats(snap, node.name, resource)
@@ -88,15 +93,16 @@ def usage(state: CycleState, node: NodeInfo, snap: Snapshot, resource: str) -> U
             reason = UNSERVED  # a watcher without this metric is no failure worth counting
         else:
             note_fallback(state, node.name, reason)
-        result = Usage(allocation_percent(node, resource), 0.0, 0.0, reason)
+        result = Usage(allocation_percent(node, resource, less_requested), 0.0, 0.0, reason)
     elif stats.state == STALE:
         note_fallback(state, node.name, STALE)
         w = blend_weight(stats)
-        predicted = allocation_percent(node, resource)
+        predicted = allocation_percent(node, resource, less_requested)
         result = Usage(w * measured + (1 - w) * predicted, w * (stats.std or 0.0), w, STALE)
     else:
         result = Usage(measured, stats.std or 0.0, 1.0, FRESH)
-    cache[(node.name, resource)] = result
+    if not less_requested:
+        cache[(node.name, resource)] = result
     return result
 
 
