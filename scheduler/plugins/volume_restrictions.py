@@ -27,6 +27,7 @@ RWOP_CONFLICT = (
     "already in-use by another pod"
 )
 _IN_TREE = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+_OWN = NAME + ".own"  # PodInfo.memo key
 
 
 class Plugin:
@@ -36,8 +37,9 @@ class Plugin:
         pass
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool | Status:
-        in_tree = [v for v in _volumes(pod) if any(k in v for k in _IN_TREE)]
-        names = [c.name for c in vol.claims(pod) if not c.ephemeral]
+        in_tree, names = _own_volumes(pod)
+        if not in_tree and not names:
+            return False
         conflicts = 0
         if names:
             waiting = vol.unsynced(snap, PVCS)
@@ -70,6 +72,19 @@ class Plugin:
 
 def _volumes(pod: PodInfo) -> list[dict[str, Any]]:
     return (pod.raw.get("spec") or {}).get("volumes") or []
+
+
+def _own_volumes(pod: PodInfo) -> tuple[list[dict[str, Any]], list[str]]:
+    """The pod's in-tree disks and the names of its claims (not ephemeral), read once per pod:
+    this PreFilter reads placed pods (claims in use), so a preemption runs it again on each of
+    its hundreds of trials, and nearly every pod has neither (the API's service-account
+    volume is projected)."""
+    found = pod.memo.get(_OWN)
+    if found is None:
+        in_tree = [v for v in _volumes(pod) if any(k in v for k in _IN_TREE)]
+        names = [c.name for c in vol.claims(pod) if not c.ephemeral]
+        found = pod.memo[_OWN] = (in_tree, names)
+    return found
 
 
 def _claims_in_use(namespace: str, names: set[str], snap: Snapshot) -> int:
