@@ -12,7 +12,8 @@ decisions:
   default constraints);
 - inclusion: SchedulingWithNodeInclusionPolicy (hostname DoNotSchedule maxSkew 1, both
   inclusion policies Honor, a fifth of the nodes tainted NoSchedule);
-- preemption: PreemptionAsync (4 low-priority 900m pods per 4-CPU node, then 3-CPU
+- preemption: PreemptionAsync (4 low-priority 900m pods per 4-CPU node and a 100m one,
+  start times in whole seconds shared by hundreds of pods as kwok's are, then 3-CPU
   priority-10 pods, each preempting through DefaultPreemption; victims then leave the
   cache and the preemptor is placed on its nominated node);
 - unschedulable: Unschedulable (plain 100m pods; every 24th pod is also one attempt of a new
@@ -229,18 +230,27 @@ def build(shape: str, nodes: int, init: int) -> Loop:
     profile = build_profiles(parse_config({}))["ballast"]
     loop = Loop(profile, snap)
     if shape == "preemption":
+        # As the live run leaves them: kwok's start times are whole seconds, about 200 init
+        # pods to a second, then the measured phase's 100m pod on each node, started last.
         for i, node in enumerate(loop.nodes):
             for j in range(4):
-                start = {"startTime": f"2026-01-01T00:{j:02d}:{i % 60:02d}Z"}
                 low = make_pod(f"low-{i}-{j}", "900m")
-                low.raw["status"] = start
+                low.raw["status"] = {"startTime": _second((4 * i + j) // 200)}
                 loop.place(low, node.name)
             if 4 * (i + 1) >= init:
                 break
+        for i, node in enumerate(loop.nodes):
+            default = make_pod(f"default-{i}", "100m")
+            default.raw["status"] = {"startTime": _second(60 + i // 200)}
+            loop.place(default, node.name)
     else:
         for i in range(init):
             loop.cycle(make_pod(f"init-{i}"))
     return loop
+
+
+def _second(s: int) -> str:
+    return f"2026-01-01T00:{s // 60:02d}:{s % 60:02d}Z"
 
 
 def main(argv: list[str] | None = None) -> int:
