@@ -35,6 +35,7 @@ import io
 import pstats
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from bench.explain_cost import filter_pass
@@ -160,8 +161,15 @@ class _Handle:
     def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         return self.profile.passes(pod, node, snap)
 
-    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
-        return self.profile.rules_out(pod, node, snap, added)
+    def rules_out(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        snap: Snapshot,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        return self.profile.rules_out(pod, node, snap, added, taken)
 
     def nominated_node(self, pod: PodInfo) -> str:
         return ""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler.backend import decisions as outcomes
@@ -420,8 +420,15 @@ class _Handle:
     def passes(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         return self._profile.passes(pod, node, snap, self._cycle.nominated_on(pod, node.name))
 
-    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
-        return self._profile.rules_out(pod, node, snap, added)
+    def rules_out(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        snap: Snapshot,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        return self._profile.rules_out(pod, node, snap, added, taken)
 
     def nominated_node(self, pod: PodInfo) -> str:
         return self._cycle.nominated_node(pod)

@@ -8,6 +8,7 @@ nodes that passed, lets a plugin normalise its scores across nodes, and weights 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,12 +55,21 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 
 @runtime_checkable
-class AddedPodFilterPlugin(FilterPlugin, Protocol):
-    def rejects_with(self, state: CycleState, pod: PodInfo, node: NodeInfo, added: PodInfo) -> bool:
-        """True only when `filter` would reject `pod` on `node` once `added` (not on it now) is
-        counted there too, judged from the node's sums without editing it; False when unsure.
-        A preemption's reprieve asks it of each victim before putting the victim back: most
-        victims are victims for their requests alone, and an edit costs more than this."""
+class MovedPodsFilterPlugin(FilterPlugin, Protocol):
+    def rejects_with(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        """True only when `filter` would reject `pod` on `node` with `added` (not on it now)
+        counted there and `taken` (on it now) gone, judged from the node's sums without
+        editing it; False when unsure. A preemption asks it before its edits: whether the pod
+        fails a node even with every lower-priority pod gone (no trial then), and, in the
+        reprieve, whether a victim put back would fail it (most victims are victims for their
+        requests alone). An edit costs more than this."""
         ...
 
 
@@ -122,9 +132,17 @@ class Handle(Protocol):
         """`fits(pod, node, snap).ok`, without the reasons (checked in a cheaper order)."""
         ...
 
-    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
-        """True only when `pod` surely fails on `node` with `added` put back on it (a filter
-        says so from the node's sums, nothing edited); False when unsure: ask `passes`."""
+    def rules_out(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        snap: Snapshot,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        """True only when `pod` surely fails on `node` with `added` put on it and `taken` off
+        it (a filter says so from the node's sums, nothing edited); False when unsure: edit
+        and ask `passes`."""
         ...
 
     def nominated_node(self, pod: PodInfo) -> str:

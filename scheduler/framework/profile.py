@@ -19,10 +19,10 @@ from scheduler.framework import unsupported
 from scheduler.framework.interface import (
     PRE_FILTER_READS_PODS,
     UNRESOLVABLE_NODES,
-    AddedPodFilterPlugin,
     BatchFilterPlugin,
     BatchScorePlugin,
     FilterPlugin,
+    MovedPodsFilterPlugin,
     NormalizeScorePlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -64,7 +64,7 @@ class _TrialBase:
     verdicts: list  # the reused PreFilters' verdicts, by position in `filters`
     quick: list | None  # filters to check with no PreFilter run again; None: one rejected
     again: list  # the PreFilters to run again per trial (they read placed pods), in order
-    added_checks: list  # the filters of `quick` that judge a pod put back without an edit
+    moved_checks: list  # the filters of `quick` that judge moved pods without an edit
 
 
 class Profile:
@@ -90,7 +90,7 @@ class Profile:
         ]
         self._trial_base: _TrialBase | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
-        self._added_pod_filter = {id(p) for p in filters if isinstance(p, AddedPodFilterPlugin)}
+        self._moved_pods_filter = {id(p) for p in filters if isinstance(p, MovedPodsFilterPlugin)}
         self._score_kinds = [
             (
                 isinstance(p, PreScorePlugin),
@@ -197,18 +197,34 @@ class Profile:
                 active.append(plugin)
         return self._all_pass(active, state, pod, node, snap)
 
-    def rules_out(self, pod: PodInfo, node: NodeInfo, snap: Snapshot, added: PodInfo) -> bool:
-        """True only when `passes` would surely say no with `added` put back on `node`: a
-        filter that needs no PreFilter run again rejects it from the node's sums (nothing is
-        edited). Exact whatever the nominated pods: `fits` asks the node with and without
-        them, so a rejection without them is a rejection. False when unsure."""
-        if not self._added_pod_filter or added.uid in node.pods:
+    def rules_out(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        snap: Snapshot,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        """True only when `passes` would surely say no with `added` put on `node` and `taken`
+        off it: a filter that needs no PreFilter run again rejects the pod from the node's
+        sums (nothing is edited). Exact whatever the nominated pods: `fits` asks the node
+        with and without them, so a rejection without them is a rejection. False when
+        unsure, or when the moves are not what they say (an added pod already there, a taken
+        one not)."""
+        if not self._moved_pods_filter:
             return False
+        pods = node.pods
+        for other in added:
+            if other.uid in pods:
+                return False
+        for other in taken:
+            if other.uid not in pods:
+                return False
         base = self._trial_base_of(pod, snap)
         if base.refused is not None or base.quick is None:
             return True  # `passes` refuses such a pod on any node
-        for plugin in base.added_checks:
-            if plugin.rejects_with(base.state, pod, node, added):
+        for plugin in base.moved_checks:
+            if plugin.rejects_with(base.state, pod, node, added, taken):
                 return True
         return False
 
@@ -245,7 +261,7 @@ class Profile:
                             quick.append(plugin)
             state.pop("fallbacks", None)
             quick_or_none = None if rejected else quick
-            checks = [p for p in quick if id(p) in self._added_pod_filter] if quick_or_none else []
+            checks = [p for p in quick if id(p) in self._moved_pods_filter] if quick_or_none else []
             base = _TrialBase(pod, snap, state, refused, verdicts, quick_or_none, again, checks)
             self._trial_base = base
         return base

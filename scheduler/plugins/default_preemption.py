@@ -271,16 +271,29 @@ class Plugin:
         offset = self.rng.randrange(len(potential))
         clean: list[Candidate] = []
         violating: list[Candidate] = []
+        ruled_out: list[NodeInfo] = []
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
-            found, status = self.select_victims(pod, node, snap, handle, pdbs)
+            lower = [p for p in node.pods.values() if may_preempt(p, pod)]
+            if lower and handle.rules_out(pod, node, snap, taken=lower):
+                # It fails here even with every lower-priority pod gone: no candidate, known
+                # without the trial (the nodes earlier preemptions filled, in a busy cluster).
+                ruled_out.append(node)
+                continue
+            found, status = self.select_victims(pod, node, snap, handle, pdbs, lower)
             if found is None:
                 statuses[node.name] = list(status.reasons)
                 continue
             (violating if found.pdb_violations else clean).append(found)
             if clean and len(clean) + len(violating) >= wanted:
                 break
-        return clean[:wanted] + violating[:wanted], statuses
+        candidates = clean[:wanted] + violating[:wanted]
+        if not candidates:
+            # The message counts every node's reasons: the trial tells them.
+            for node in ruled_out:
+                _, status = self.select_victims(pod, node, snap, handle, pdbs)
+                statuses[node.name] = list(status.reasons)
+        return candidates, statuses
 
     def select_victims(
         self,
@@ -289,14 +302,15 @@ class Plugin:
         snap: Snapshot,
         handle: Handle,
         pdbs: list[dict[str, Any]],
+        lower: list[PodInfo] | None = None,
     ) -> tuple[Candidate | None, Status]:
         """The fewest pods to take off `node` for `pod` to fit (upstream's SelectVictimsOnNode),
-        tried on the cache's own node and index, which are restored before returning."""
+        tried on the cache's own node and index, which are restored before returning. `lower`:
+        the node's pods `pod` may preempt, when the caller has them already."""
         now = snap.now
-        potential = sorted(
-            (p for p in node.pods.values() if may_preempt(p, pod)),
-            key=lambda p: importance(p, now),
-        )
+        if lower is None:
+            lower = [p for p in node.pods.values() if may_preempt(p, pod)]
+        potential = sorted(lower, key=lambda p: importance(p, now))
         if not potential:
             return None, Status.reject(NO_VICTIMS, unresolvable=True)
         with TrialEdit(snap, node) as trial:
@@ -311,7 +325,7 @@ class Plugin:
             for group in (violating, fine):
                 for candidate in group:
                     # A victim by its requests alone is known without putting it back.
-                    if not handle.rules_out(pod, node, snap, candidate):
+                    if not handle.rules_out(pod, node, snap, added=(candidate,)):
                         trial.add(candidate)
                         if handle.passes(pod, node, snap):  # the reasons of a no are not needed
                             continue

@@ -9,6 +9,7 @@ Unresolvable): no eviction can make room, so preemption does not try the node.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,17 +80,29 @@ class Plugin:
                 unresolvable = unresolvable or value > have
         return Status.reject(*reasons, unresolvable=unresolvable) if reasons else Status.success()
 
-    def rejects_with(self, state: CycleState, pod: PodInfo, node: NodeInfo, added: PodInfo) -> bool:
-        """`filter`'s verdict with `added` counted on the node: its requests are what a
-        NodeInfo adds to `requested` (and one pod more)."""
+    def rejects_with(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        added: Sequence[PodInfo] = (),
+        taken: Sequence[PodInfo] = (),
+    ) -> bool:
+        """`filter`'s verdict with `added` counted on the node and `taken` gone: a pod's
+        requests are what a NodeInfo adds to `requested` (and one pod)."""
         wanted = state.get(_KEY)
         if wanted is None:
             wanted = self._wanted(pod)
-        if len(node.pods) + 2 > pods_allowed(node):
+        if len(node.pods) + len(added) - len(taken) + 1 > pods_allowed(node):
             return True
-        requested, allocatable, more = node.requested, node.allocatable, added.requests
+        requested, allocatable, pods = node.requested, node.allocatable, node.pods
         for name, value in wanted:
-            if value > allocatable.get(name, 0) - requested.get(name, 0) - more.get(name, 0):
+            left = allocatable.get(name, 0) - requested.get(name, 0)
+            for other in added:
+                left -= other.requests.get(name, 0)
+            for other in taken:
+                left += pods[other.uid].requests.get(name, 0)  # the copy the sums hold
+            if value > left:
                 return True
         return False
 

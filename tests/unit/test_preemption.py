@@ -36,8 +36,8 @@ class Handle:
     def passes(self, pod, node, snap):
         return self.profile.passes(pod, node, snap, self._others(pod, node))
 
-    def rules_out(self, pod, node, snap, added):
-        return self.profile.rules_out(pod, node, snap, added)
+    def rules_out(self, pod, node, snap, added=(), taken=()):
+        return self.profile.rules_out(pod, node, snap, added, taken)
 
     def _others(self, pod, node):
         return [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
@@ -387,32 +387,66 @@ def pod_mem(name, cpu, priority, memory):
     return make_pod(name, [container(cpu=cpu, memory=memory)], priority=priority)
 
 
-def test_rules_out_is_what_putting_the_pod_back_would_say():
-    """NodeResourcesFit's `rejects_with` gives `filter`'s verdict on the node with the pod put
-    back, and the profile's `rules_out` is never True where `passes` would say yes."""
+def test_rules_out_is_what_moving_the_pods_would_say():
+    """NodeResourcesFit's `rejects_with` gives `filter`'s verdict on the node with pods put on
+    and taken off, and the profile's `rules_out` is never True where `passes` would say yes;
+    moves that are not what they say (a pod added twice, one taken that is not there) leave
+    it unsure."""
     import random
 
     rng = random.Random(7)
     prof = Profile("ballast", [node_unschedulable.Plugin(), node_resources_fit.Plugin()], [])
     fit = prof.filters[1]
     said_no = 0
-    for i in range(300):
+    for i in range(400):
         node = make_node("n", cpu=str(rng.randint(1, 6)), memory=f"{rng.randint(1, 8)}Gi")
         node.allocatable["pods"] = rng.randint(1, 5)
         on = [pod_mem(f"on{j}", f"{rng.choice([100, 900, 1500])}m", 0, "1Gi") for j in range(3)]
-        snap = snapshot_of([node], [(p, "n") for p in on[: rng.randint(0, 3)]])
-        added = pod_mem(f"back{i}", f"{rng.choice([0, 300, 900, 2000])}m", 0, "1Gi")
+        on = on[: rng.randint(0, 3)]
+        snap = snapshot_of([node], [(p, "n") for p in on])
+        added = [
+            pod_mem(f"back{i}-{j}", f"{rng.choice([0, 300, 900, 2000])}m", 0, "1Gi")
+            for j in range(rng.randint(0, 2))
+        ]
+        taken = rng.sample(on, rng.randint(0, len(on)))
         me = pod_mem(f"me{i}", f"{rng.choice([100, 1000, 2500])}m", 9, rng.choice(["1Gi", "3Gi"]))
-        ruled = prof.rules_out(me, node, snap, added)
+        ruled = prof.rules_out(me, node, snap, added, taken)
         with TrialEdit(snap, node) as trial:
-            trial.add(added)
+            for other in added:
+                trial.add(other)
+            for other in taken:
+                trial.remove(other)
             passes = prof.passes(me, node, snap)
             rejected = not fit.filter(CycleState(), me, node, snap).ok
-        assert fit.rejects_with(CycleState(), me, node, added) == rejected
+        assert fit.rejects_with(CycleState(), me, node, added, taken) == rejected
         assert not (ruled and passes)
         assert ruled == rejected  # the other filter never rejects here
         said_no += ruled
-    assert 30 < said_no < 270  # both answers were exercised
+        if on:
+            assert not prof.rules_out(me, node, snap, added=on[:1])  # already there
+            gone = pod_mem("elsewhere", "9", 0, "1Gi")
+            assert not prof.rules_out(me, node, snap, taken=[gone])  # not there
+    assert 40 < said_no < 360  # both answers were exercised
+
+
+def test_nodes_ruled_out_still_give_their_reasons():
+    """A node the pod fails even with every lower-priority pod gone skips the trial; when no
+    node is a candidate, the message still counts its reasons, as the trial gives them."""
+
+    class NeverSure(Handle):
+        def rules_out(self, pod, node, snap, added=(), taken=()):
+            return False
+
+    messages = []
+    for handle_class in (Handle, NeverSure):
+        nodes = [make_node(f"n{i}", cpu="4") for i in range(4)]
+        placed = [(pod(f"keep{i}", "2", 20), f"n{i}") for i in range(4)]
+        placed += [(pod(f"low{i}", "1", 1), f"n{i}") for i in range(4)]
+        result, _ = run(pod("hi", "3", 10), nodes, placed, handle_class(profile()))
+        assert not result.nominated_node and result.clear
+        messages.append(result.message)
+    assert messages[0] == messages[1]
+    assert "4 Insufficient cpu" in messages[0]
 
 
 def test_reprieve_without_rules_out_picks_the_same_victims():
@@ -421,7 +455,7 @@ def test_reprieve_without_rules_out_picks_the_same_victims():
     import random
 
     class NeverSure(Handle):
-        def rules_out(self, pod, node, snap, added):
+        def rules_out(self, pod, node, snap, added=(), taken=()):
             return False
 
     tried = 0
