@@ -171,6 +171,9 @@ class _Handle:
     ) -> bool:
         return self.profile.rules_out(pod, node, snap, added, taken)
 
+    def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        return self.profile.by_requests(pod, node, snap)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return ""
 

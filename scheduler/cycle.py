@@ -430,5 +430,10 @@ class _Handle:
     ) -> bool:
         return self._profile.rules_out(pod, node, snap, added, taken)
 
+    def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        if self._cycle.nominated_on(pod, node.name):
+            return False
+        return self._profile.by_requests(pod, node, snap)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return self._cycle.nominated_node(pod)

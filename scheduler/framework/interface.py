@@ -38,6 +38,16 @@ class PreFilterPlugin(Plugin, Protocol):
 # update). A plugin that does not say so is run again on every trial.
 PRE_FILTER_READS_PODS = "pre_filter_reads_pods"
 
+# A Filter plugin may say, as `filter_reads_pods = False`, that its Filter reads the node, the
+# pod and the cluster's objects, never the pods placed anywhere; and a plugin whose PreFilter
+# reads placed pods may say, as `skip_holds_with_fewer_pods = True`, that when its PreFilter
+# skips the pod (returns False) it also skips it with any placed pods gone. With both kinds of
+# word, a preemption knows when taking pods off a node can change no verdict but
+# NodeResourcesFit's, and then judges victims by their requests alone (Profile.by_requests).
+# A plugin that says nothing is taken to read placed pods.
+FILTER_READS_PODS = "filter_reads_pods"
+SKIP_HOLDS_WITH_FEWER_PODS = "skip_holds_with_fewer_pods"
+
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
@@ -143,6 +153,13 @@ class Handle(Protocol):
         """True only when `pod` surely fails on `node` with `added` put on it and `taken` off
         it (a filter says so from the node's sums, nothing edited); False when unsure: edit
         and ask `passes`."""
+        ...
+
+    def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        """Whether taking placed pods off `node` can change no verdict for `pod` but the
+        requests' (NodeResourcesFit), every other filter passes it, and no nominated pod counts
+        there: then `rules_out` with `taken` is the whole answer of `passes` on the node with
+        those pods gone."""
         ...
 
     def nominated_node(self, pod: PodInfo) -> str:

@@ -17,7 +17,9 @@ import numpy as np
 
 from scheduler.framework import unsupported
 from scheduler.framework.interface import (
+    FILTER_READS_PODS,
     PRE_FILTER_READS_PODS,
+    SKIP_HOLDS_WITH_FEWER_PODS,
     UNRESOLVABLE_NODES,
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -89,6 +91,8 @@ class Profile:
             for p, pre in zip(filters, self._pre_filter, strict=True)
         ]
         self._trial_base: _TrialBase | None = None
+        # (pod, snapshot, the filters by_requests runs or None when it does not apply)
+        self._by_requests: tuple[PodInfo, Snapshot, list | None] | None = None
         self._batch_filter = {id(p) for p in filters if isinstance(p, BatchFilterPlugin)}
         self._moved_pods_filter = {id(p) for p in filters if isinstance(p, MovedPodsFilterPlugin)}
         self._score_kinds = [
@@ -227,6 +231,40 @@ class Profile:
             if plugin.rejects_with(base.state, pod, node, added, taken):
                 return True
         return False
+
+    def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
+        """Whether taking placed pods off `node` can change no filter's verdict for `pod` but
+        those `rules_out` judges from the node's sums (NodeResourcesFit's), and every other
+        filter passes the node as it is: then `rules_out(..., taken=...)` is the whole answer
+        of `passes` with those pods gone, no trial needed (nominated pods are the caller's to
+        rule out: `passes` counts them). Asked with the cluster unedited (not inside a
+        TrialEdit): the skips it relies on are checked with every placed pod there."""
+        others = self._others_of(pod, snap)
+        if others is None:
+            return False
+        state = CycleState(self._trial_base_of(pod, snap).state)
+        return self._all_pass(others, state, pod, node, snap)
+
+    def _others_of(self, pod: PodInfo, snap: Snapshot) -> list | None:
+        """The filters `by_requests` runs for `pod` (the active ones but the sums' judges), or
+        None when a filter that may read placed pods is active or a PreFilter reading them
+        does not skip it for sure; once per pod and snapshot."""
+        memo = self._by_requests
+        if memo is not None and memo[0] is pod and memo[1] is snap:
+            return memo[2]
+        base = self._trial_base_of(pod, snap)
+        others: list | None = None
+        if base.refused is None and base.quick is not None and base.moved_checks:
+            others = [p for p in base.quick if id(p) not in self._moved_pods_filter]
+            if not all(getattr(p, FILTER_READS_PODS, True) is False for p in others):
+                others = None
+            for plugin in base.again if others is not None else ():
+                verdict = plugin.pre_filter(CycleState(base.state), pod, snap)
+                if verdict or not getattr(plugin, SKIP_HOLDS_WITH_FEWER_PODS, False):
+                    others = None  # active (True or a Status), or its skip may not hold
+                    break
+        self._by_requests = (pod, snap, others)
+        return others
 
     def _all_pass(
         self, plugins: list, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot

@@ -313,25 +313,33 @@ class Plugin:
         potential = sorted(lower, key=lambda p: importance(p, now))
         if not potential:
             return None, Status.reject(NO_VICTIMS, unresolvable=True)
-        with TrialEdit(snap, node) as trial:
-            for victim in potential:
-                trial.remove(victim)
-            status = handle.fits(pod, node, snap)
-            if not status.ok:
-                return None, status
-            violating, fine = split_by_pdb(potential, pdbs)
-            victims: list[PodInfo] = []
-            violations = 0
-            for group in (violating, fine):
-                for candidate in group:
-                    # A victim by its requests alone is known without putting it back.
-                    if not handle.rules_out(pod, node, snap, added=(candidate,)):
-                        trial.add(candidate)
-                        if handle.passes(pod, node, snap):  # the reasons of a no are not needed
-                            continue
-                        trial.remove(candidate)
-                    victims.append(candidate)
-                    violations += group is violating
+        violating, fine = split_by_pdb(potential, pdbs)
+        if handle.by_requests(pod, node, snap) and not handle.rules_out(
+            pod, node, snap, taken=potential
+        ):
+            # Only the requests can change a verdict here, and the pod fits with every lower
+            # pod gone: the reprieve is arithmetic, and the node is never edited.
+            victims, violations = _reprieve_by_requests(pod, node, snap, handle, violating, fine)
+            status = Status.success()
+        else:
+            with TrialEdit(snap, node) as trial:
+                for victim in potential:
+                    trial.remove(victim)
+                status = handle.fits(pod, node, snap)
+                if not status.ok:
+                    return None, status
+                victims = []
+                violations = 0
+                for group in (violating, fine):
+                    for candidate in group:
+                        # A victim by its requests alone is known without putting it back.
+                        if not handle.rules_out(pod, node, snap, added=(candidate,)):
+                            trial.add(candidate)
+                            if handle.passes(pod, node, snap):  # the reasons are not needed
+                                continue
+                            trial.remove(candidate)
+                        victims.append(candidate)
+                        violations += group is violating
         if not victims:  # upstream: a node that fits with no victim is an error, not a candidate
             return None, Status.reject(f"expected at least one victim pod on node {node.name}")
         if violating and fine:
@@ -359,6 +367,30 @@ class Plugin:
         )
         recent_m = loadview.recent_cpu_m(snap, node, u)
         return max(0.0, u.avg + 100.0 * (recent_m - u.weight * gone_m) / allocatable)
+
+
+def _reprieve_by_requests(
+    pod: PodInfo,
+    node: NodeInfo,
+    snap: Snapshot,
+    handle: Handle,
+    violating: list[PodInfo],
+    fine: list[PodInfo],
+) -> tuple[list[PodInfo], int]:
+    """(victims, how many of them violate a PDB): the reprieve of `select_victims` where
+    `handle.by_requests` holds. Each pod, in the same order, is put back when the pod still
+    fits with it, judged from the node's sums with the pods not put back taken off."""
+    gone = {p.uid: p for group in (violating, fine) for p in group}
+    victims: list[PodInfo] = []
+    violations = 0
+    for group in (violating, fine):
+        for candidate in group:
+            del gone[candidate.uid]
+            if handle.rules_out(pod, node, snap, taken=list(gone.values())):
+                gone[candidate.uid] = candidate
+                victims.append(candidate)
+                violations += group is violating
+    return victims, violations
 
 
 def _predicted_cpu_m(pod: PodInfo) -> int:

@@ -16,6 +16,7 @@ _TAINTS = (
 
 class Plugin:
     name = NAME
+    filter_reads_pods = False  # the node, the pod and objects: never placed pods
 
     def __init__(self, args: None = None) -> None:
         pass

@@ -12,6 +12,7 @@ _TAINT = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
 
 class Plugin:
     name = NAME
+    filter_reads_pods = False  # the node, the pod and objects: never placed pods
 
     def __init__(self, args: None = None) -> None:
         pass

@@ -407,6 +407,7 @@ class _ScoreState:
 
 class Plugin:
     name = NAME
+    skip_holds_with_fewer_pods = True  # its skip reads the pod and objects (no hard constraint)
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()

@@ -25,6 +25,7 @@ REASON = "node(s) had untolerated taint(s)"
 
 class Plugin:
     name = NAME
+    filter_reads_pods = False  # the node, the pod and objects: never placed pods
 
     def __init__(self, args: None = None) -> None:
         pass

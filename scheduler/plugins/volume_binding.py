@@ -98,6 +98,7 @@ class Plan:
 
 class Plugin:
     name = NAME
+    filter_reads_pods = False  # the node, the pod and objects: never placed pods
     pre_filter_reads_pods = False  # the pod and cluster objects only: trials reuse it
 
     def __init__(self, args: Args | None = None) -> None:

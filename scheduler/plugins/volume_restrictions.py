@@ -32,6 +32,7 @@ _OWN = NAME + ".own"  # PodInfo.memo key
 
 class Plugin:
     name = NAME
+    skip_holds_with_fewer_pods = True  # its skip reads only the pod (no in-tree disk, no claim)
 
     def __init__(self, args: None = None) -> None:
         pass

@@ -42,8 +42,21 @@ class Handle:
     def _others(self, pod, node):
         return [p for p in self.nominated.get(node.name, []) if p.priority >= pod.priority]
 
+    def by_requests(self, pod, node, snap):
+        return not self._others(pod, node) and self.profile.by_requests(pod, node, snap)
+
     def nominated_node(self, pod):
         return self.nominations.get(pod.uid, "")
+
+
+class NeverSure(Handle):
+    """Never judges from the sums: every trial edits the node (the way before the shortcuts)."""
+
+    def rules_out(self, pod, node, snap, added=(), taken=()):
+        return False
+
+    def by_requests(self, pod, node, snap):
+        return False
 
 
 def profile() -> Profile:
@@ -433,10 +446,6 @@ def test_nodes_ruled_out_still_give_their_reasons():
     """A node the pod fails even with every lower-priority pod gone skips the trial; when no
     node is a candidate, the message still counts its reasons, as the trial gives them."""
 
-    class NeverSure(Handle):
-        def rules_out(self, pod, node, snap, added=(), taken=()):
-            return False
-
     messages = []
     for handle_class in (Handle, NeverSure):
         nodes = [make_node(f"n{i}", cpu="4") for i in range(4)]
@@ -449,39 +458,85 @@ def test_nodes_ruled_out_still_give_their_reasons():
     assert "4 Insufficient cpu" in messages[0]
 
 
-def test_reprieve_without_rules_out_picks_the_same_victims():
-    """The shortcut changes no decision: the same nominated node and victims with a handle
-    that is never sure (every victim put back and judged by `passes`)."""
+def _rich_pod(rng, name, cpu, priority):
+    """A pod that may carry what makes a trial's verdict depend on more than requests: a label
+    others' anti-affinity names, a required anti-affinity of its own, a host port."""
+    from scheduler.framework.resources import pod_info
+
+    port = [{"containerPort": 80, "hostPort": 8080}] if rng.random() < 0.15 else []
+    spec = {
+        "priority": priority,
+        "containers": [
+            {"name": "c", "ports": port, "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+        ],
+    }
+    if rng.random() < 0.15:
+        term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": HOSTNAME}
+        spec["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        }
+    labels = {"app": "a"} if rng.random() < 0.3 else {}
+    meta = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels}
+    return pod_info({"metadata": meta, "spec": spec})
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize("kind", ["two filters", "default profile", "default, constrained pods"])
+def test_shortcuts_pick_the_same_victims(kind):
+    """The shortcuts (rules_out, by_requests) change no decision: the same nominated node and
+    victims as a handle that is never sure (every victim taken off and put back on the node
+    and judged by `passes`), on the default profile too, where pods with host ports and
+    anti-affinity turn by_requests off."""
     import random
 
-    class NeverSure(Handle):
-        def rules_out(self, pod, node, snap, added=(), taken=()):
-            return False
+    from scheduler.config.profiles import build_profiles
 
-    tried = 0
+    tried = fast = 0
     for round_ in range(60):
         answers = []
         for handle_class in (Handle, NeverSure):
             rng = random.Random(round_)  # the same cluster, built afresh for each handle
             nodes, placed = [], []
             for i in range(6):
-                node, on = _random_node_with_pods(rng, i)
+                node = make_node(f"n{i}", cpu=str(rng.randint(2, 4)), memory="16Gi")
+                node.labels[HOSTNAME] = node.name
+                node.allocatable["pods"] = rng.randint(2, 6)
                 nodes.append(node)
-                placed += on
-            me = pod_mem(f"me{round_}", f"{rng.choice([1500, 2000, 3000])}m", 9, "1Gi")
+                for j in range(rng.randint(2, 5)):
+                    cpu, prio = f"{rng.choice([100, 500, 900, 1500])}m", rng.randint(0, 5)
+                    if kind == "default, constrained pods":
+                        placed.append((_rich_pod(rng, f"p{i}-{j}", cpu, prio), node.name))
+                    else:
+                        placed.append((pod_mem(f"p{i}-{j}", cpu, prio, "1Gi"), node.name))
+            cpu = f"{rng.choice([1500, 2000, 3000])}m"
+            if kind == "default, constrained pods":
+                me = _rich_pod(rng, f"me{round_}", cpu, 9)
+            else:
+                me = pod_mem(f"me{round_}", cpu, 9, "1Gi")
             snap = snapshot_of(nodes, placed, now=1_000_000.0)
-            prof = profile()
+            prof = (
+                profile() if kind == "two filters" else build_profiles(parse_config({}))["ballast"]
+            )
             state = CycleState()
             feasible, reasons = prof.filter(me, list(snap.nodes.values()), snap, state)
             if feasible:
                 break
+            handle = handle_class(prof)
+            if handle_class is Handle:
+                fast += any(handle.by_requests(me, n, snap) for n in nodes)
             plugin = dp.Plugin(dp.Args(), rng=random.Random(round_))
-            got = plugin.post_filter(state, me, snap, reasons, handle_class(prof))
-            answers.append((got.nominated_node, [v.uid for v in got.victims or ()]))
+            got = plugin.post_filter(state, me, snap, reasons, handle)
+            answers.append((got.nominated_node, [v.uid for v in got.victims or ()], got.message))
         if answers:
             tried += bool(answers[0][1])
             assert answers[0] == answers[1]
-    assert tried > 30  # most rounds preempted
+    assert tried > 25  # most rounds preempted
+    if kind == "default, constrained pods":
+        assert 0 < fast < tried  # by_requests both on and off
+    else:
+        assert fast > 25
 
 
 def test_load_after_eviction_is_the_load_with_the_victims_taken_off():
