@@ -59,6 +59,7 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MESSAGE_PREFIX = "preemption: "  # upstream's, before the plugin's own message
+PDBS_UNSYNCED = "waiting for the scheduler's poddisruptionbudgets cache to sync"
 _INT32_SPAN = 2**31  # upstream adds MaxInt32+1 to each priority before summing
 _PREDICTED = NAME + ".predicted_cpu_m"
 _STARTED = NAME + ".start_time"
@@ -233,6 +234,11 @@ class Plugin:
         why = self.not_eligible(pod, snap, handle)
         if why:
             return PostFilterResult(message=MESSAGE_PREFIX + why)  # a nomination stands
+        if PDBS not in snap.cluster.synced:
+            # The budgets steer the choice of victims: none is chosen before they are listed
+            # (the scheduler starts once nodes and pods are; the list's arrival is a cluster
+            # change, which retries the pod), as kube-scheduler waits for every informer.
+            return PostFilterResult(message=MESSAGE_PREFIX + PDBS_UNSYNCED)
         unresolvable = state.get(UNRESOLVABLE_NODES, set())
         potential = [
             snap.nodes[name] for name in rejected if name not in unresolvable and name in snap.nodes

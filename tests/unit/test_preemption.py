@@ -569,3 +569,25 @@ def test_load_after_eviction_is_the_load_with_the_victims_taken_off():
         for p in (*victims, keeper):
             node.remove_pod(p)
             snap.cluster.remove_pod(p.uid)
+
+
+def test_no_victims_are_chosen_before_the_budgets_are_listed():
+    """The scheduler starts once nodes and pods are listed; PodDisruptionBudgets may come
+    later. Preemption waits for them (retryably) instead of choosing as if there were none."""
+    from scheduler.framework.clusterindex import PDBS
+
+    nodes = [make_node("n1", cpu="1")]
+    placed = [(pod("low", "1", 1), "n1")]
+    snap = snapshot_of(nodes, placed, now=1_000_000.0)
+    snap.cluster.synced.discard(PDBS)
+    prof = profile()
+    state = CycleState()
+    hi = pod("hi", "1", 10)
+    _, reasons = prof.filter(hi, list(snap.nodes.values()), snap, state)
+    plugin = dp.Plugin(dp.Args(load_aware_tie_break=False))
+    waiting = plugin.post_filter(state, hi, snap, reasons, Handle(prof))
+    assert not waiting.nominated_node and not waiting.clear
+    assert waiting.message == dp.MESSAGE_PREFIX + dp.PDBS_UNSYNCED
+    snap.cluster.replace(PDBS, [])  # listed: none
+    listed = plugin.post_filter(state, hi, snap, reasons, Handle(prof))
+    assert listed.nominated_node == "n1" and [v.name for v in listed.victims] == ["low"]
