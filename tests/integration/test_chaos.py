@@ -31,7 +31,7 @@ def test_every_fault_once_under_load(tmp_path):
     assert totals["watcher_5xx"] == 0 and totals["watcher_status_5xx"] == 0, summary
     by_fault = {e["fault"]: e for e in result["episodes"]}
     assert by_fault["expire-watch"]["relists"] > 0  # the 410 Gone path ran
-    assert by_fault["kill-redis-wipe"]["keys_after_restart"] == 0  # the data really went
+    assert by_fault["kill-redis-wipe"]["canary_after_restart"] == 0  # the data really went
     assert by_fault["kill-leader"]["seconds_without_leader"] > 0  # the leader really died
     # The Sentinel promoted the replica and the watchers wrote to it within the episode.
     failover = by_fault["sentinel-failover"]
