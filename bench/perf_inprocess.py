@@ -16,6 +16,7 @@ decisions:
   start times in whole seconds shared by hundreds of pods as kwok's are, then 3-CPU
   priority-10 pods, each preempting through DefaultPreemption; victims then leave the
   cache and the preemptor is placed on its nominated node);
+- basic: SchedulingBasic (plain 100m pods after the init pods);
 - unschedulable: Unschedulable (plain 100m pods; every 24th pod is also one attempt of a new
   9-CPU priority-10 pod, which fits no 4-CPU node, so its dry run tries every node).
 Node i carries zone `moon-{i % 3 + 1}`, as bench/scheduler_perf.py does.
@@ -35,7 +36,7 @@ import io
 import pstats
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.explain_cost import filter_pass
@@ -48,7 +49,7 @@ from scheduler.framework.profile import Profile
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import Snapshot, snapshot_of
 
-SHAPES = ("topology", "preferred", "default", "inclusion", "preemption", "unschedulable")
+SHAPES = ("basic", "topology", "preferred", "default", "inclusion", "preemption", "unschedulable")
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -140,6 +141,8 @@ def measured_pods(shape: str, count: int) -> list[PodInfo]:
             nodeTaintsPolicy="Honor",
         )
         return [make_pod(f"incl-{i}", labels=foo, **spec) for i in range(count)]
+    if shape == "basic":
+        return [make_pod(f"pod-{i}") for i in range(count)]
     if shape == "unschedulable":
         out = []
         for i in range(count):
@@ -260,6 +263,24 @@ def build(shape: str, nodes: int, init: int) -> Loop:
     return loop
 
 
+def measure(run: Callable[[], object], profile: bool, top: int) -> tuple[float, str]:
+    """The process CPU seconds `run` takes and, with `profile`, cProfile's `top` functions by
+    cumulative time ("" without)."""
+    prof = cProfile.Profile() if profile else None
+    t0 = time.process_time()
+    if prof is not None:
+        prof.enable()
+    run()
+    if prof is not None:
+        prof.disable()
+    spent = time.process_time() - t0
+    if prof is None:
+        return spent, ""
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
+    return spent, out.getvalue()
+
+
 def _second(s: int) -> str:
     return f"2026-01-01T00:{s // 60:02d}:{s % 60:02d}Z"
 
@@ -275,24 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     loop = build(args.shape, args.nodes, args.init)
     pods = measured_pods(args.shape, args.pods)
-    prof = cProfile.Profile() if args.profile else None
-    t0 = time.process_time()
-    if prof is not None:
-        prof.enable()
-    for pod in pods:
-        loop.cycle(pod)
-    if prof is not None:
-        prof.disable()
-    spent = time.process_time() - t0
+    spent, profile = measure(lambda: [loop.cycle(pod) for pod in pods], args.profile, args.top)
     print(
         f"{args.shape}: {args.nodes} nodes, {args.init} init, {len(pods)} measured: "
         f"{1000 * spent / len(pods):.3f} ms CPU per pod, {loop.preempted} preempted, "
         f"digest {loop.trail.hexdigest()[:16]}"
     )
-    if prof is not None:
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.top)
-        print(out.getvalue())
+    print(profile, end="")
     return 0
 
 

@@ -151,6 +151,43 @@ def thread_names(pid: int) -> dict[int, str]:
     return {int(tid): re.sub(r"[-_]\d+$", "", name) for tid, name in found}
 
 
+def ms_per_pod_by_thread(
+    pid: int, before: dict[int, float], after: dict[int, float], pods: int
+) -> dict[str, float]:
+    """The CPU a process spent between two `thread_cpu_seconds` readings, per thread name, in
+    ms per pod, largest first (kernel counts, not samples)."""
+    names = thread_names(pid)
+    by_thread: dict[str, float] = {}
+    for tid, cpu in after.items():
+        name = names.get(tid, "(ended or unnamed)")
+        by_thread[name] = by_thread.get(name, 0.0) + cpu - before.get(tid, 0.0)
+    return {
+        name: round(1000 * cpu / pods, 3)
+        for name, cpu in sorted(by_thread.items(), key=lambda kv: -kv[1])
+        if cpu > 0
+    }
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, all) CPU seconds of the whole machine since boot, summed over cores, from
+    /proc/stat: their differences over a phase say how many cores were busy in it."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
+def sandbox_cpu_seconds(plane: ControlPlane, contender: int | None) -> dict[str, float]:
+    """CPU so far of each of the sandbox's processes (etcd, kube-apiserver, kwok, ...) but the
+    contender's, and of this bench process (its client threads, its watch, and the raw bind
+    loop when it runs)."""
+    out = {"bench": process_cpu_seconds(os.getpid())}
+    for rec in processes.recorded(plane.pid_dir):
+        if rec.pid != contender and processes.alive(rec):
+            out[rec.name] = process_cpu_seconds(rec.pid)
+    return out
+
+
 def process_rss_peak_mb(pid: int) -> float | None:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -487,14 +524,14 @@ class PodMaker:
     """Creates pods fast: raw JSON over one keep-alive session per thread."""
 
     def __init__(self, plane: ControlPlane) -> None:
-        self._plane = plane
+        self.plane = plane
         self._local = threading.local()
 
     def create(self, namespace: str, body: dict[str, Any]) -> None:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = self._plane.session()
-        url = f"{self._plane.base_url}/api/v1/namespaces/{namespace}/pods"
+            session = self._local.session = self.plane.session()
+        url = f"{self.plane.base_url}/api/v1/namespaces/{namespace}/pods"
         resp = session.post(url, json=body, timeout=T)
         resp.raise_for_status()
 
@@ -604,13 +641,47 @@ def run_one(
     contender = starter(namespace)
     ready = time.monotonic()
     cpu_ready = contender.cpu()  # start-up and the initial lists, before any pod is bound
+    threads_ready = thread_cpu_seconds(contender.pid) if contender.pid else {}
+    machine_ready, others_ready = (
+        machine_cpu_seconds(),
+        sandbox_cpu_seconds(maker.plane, contender.pid),
+    )
     _wait_all(tracker, backlog)
+    machine_bound, others_bound = (
+        machine_cpu_seconds(),
+        sandbox_cpu_seconds(maker.plane, contender.pid),
+    )
+    cpu_bound = contender.cpu()
+    threads_bound = thread_cpu_seconds(contender.pid) if contender.pid else {}
     phase1 = _summary(
         {n: tracker.bound[n] for n in backlog if n in tracker.bound},
         dict.fromkeys(backlog, ready),
         pods,
     )
     phase1["startup_s"] = round(ready - started, 3)
+    # how many of the machine's cores were busy until the last binding (all processes): under
+    # os.cpu_count(), the phase was not bound by CPU but by a serial step
+    wall = machine_bound[1] - machine_ready[1]
+    phase1["machine_busy_cores"] = (
+        round((os.cpu_count() or 1) * (machine_bound[0] - machine_ready[0]) / wall, 2)
+        if wall > 0
+        else None
+    )
+    if phase1["bound"]:
+        # every process's CPU until the last binding, per pod bound: on a machine whose cores
+        # are all busy, what the contender spends is taken from the API server beside it
+        spent = {k: v - others_ready.get(k, 0.0) for k, v in others_bound.items()}
+        if cpu_bound is not None and cpu_ready is not None:
+            spent["contender"] = cpu_bound - cpu_ready
+        phase1["cpu_ms_per_pod_by_process"] = {
+            k: round(1000 * v / phase1["bound"], 3)
+            for k, v in sorted(spent.items(), key=lambda kv: -kv[1])
+        }
+    if contender.pid and phase1["bound"]:
+        # the contender's CPU until the last binding, per thread: which of them the phase waits on
+        phase1["cpu_ms_per_pod_by_thread"] = ms_per_pod_by_thread(
+            contender.pid, threads_ready, threads_bound, phase1["bound"]
+        )
     phase1 |= _settle_events(api, namespace, "a", pods, ready)
     cpu_backlog = contender.cpu()
     phase1["cpu_startup_s"] = _round(cpu_ready)

@@ -60,12 +60,12 @@ from bench.scheduler import (
     PodMaker,
     PodWatch,
     compile_ballast,
+    ms_per_pod_by_thread,
     spy_on,
     start_ballast,
     start_kube_scheduler,
     start_sandbox,
     thread_cpu_seconds,
-    thread_names,
 )
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
@@ -594,16 +594,9 @@ def preempt_one_by_one(
         out["cycle_ms_per_preemptor"] = round(1000 * seconds, 2)
     if threads1 and out["bound"] and contender.pid:
         # the process's CPU over the preemptors by thread (kernel counts, not samples)
-        names = thread_names(contender.pid)
-        by_thread: dict[str, float] = {}
-        for tid, cpu in threads1.items():
-            name = names.get(tid, "(ended or unnamed)")
-            by_thread[name] = by_thread.get(name, 0.0) + cpu - threads0.get(tid, 0.0)
-        out["cpu_ms_per_preemptor_by_thread"] = {
-            name: round(1000 * cpu / out["bound"], 2)
-            for name, cpu in sorted(by_thread.items(), key=lambda kv: -kv[1])
-            if cpu > 0
-        }
+        out["cpu_ms_per_preemptor_by_thread"] = ms_per_pod_by_thread(
+            contender.pid, threads0, threads1, out["bound"]
+        )
     return out | {"keys": keys, "settle_s": settle_s}
 
 
