@@ -105,6 +105,9 @@ def load_view(node: NodeInfo, snap: Snapshot) -> list[Any]:
         if measured is not None:  # fresh data, as loadview.usage takes it, without its memo
             out += (measured, stats.std or 0.0, loadview.FRESH, 1.0, stats.age)
             share = 1.0
+        elif load is None:  # no data at all: loadview.usage's allocation fallback, as it is
+            out += (loadview.allocation_percent(node, resource), 0.0, loadview.MISSING, 0.0, None)
+            share = 0.0
         else:  # a scratch state: these look-ups are not the cycle's fallbacks
             u = loadview.usage(CycleState(), node, snap, resource)
             out += (u.avg, u.std, u.reason, u.weight, None if stats is None else stats.age)

@@ -11,6 +11,7 @@ from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
 from scheduler.framework import CycleState, PostFilterResult
 from scheduler.framework.profile import FILTER_TALLY, ScoreParts
+from scheduler.plugins.helpers import loadview
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot, stats
 
 WEIGHTED = {
@@ -160,6 +161,11 @@ def test_placed_record_explains_the_winner():
     assert load("n4")["cpu"]["state"] == "stale" and 0 < load("n4")["cpu"]["measuredShare"] < 1
     assert load("n4")["memory"]["state"] == "unserved"  # n4 reports cpu only
     assert load("n5")["cpu"]["state"] == "missing"
+    for resource in ("cpu", "memory"):  # no data at all: the fallback as the scores take it
+        u = loadview.usage(CycleState(), snap.nodes["n5"], snap, resource)
+        assert load("n5")[resource] == {
+            "usage": u.avg, "std": 0.0, "state": "missing", "measuredShare": 0.0, "age": None
+        }  # fmt: skip
     assert load("n1")["cpu"] == {
         "usage": 10.0, "std": 1.5, "state": "fresh", "measuredShare": 1.0, "age": 1.0
     }  # fmt: skip
