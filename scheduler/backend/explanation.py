@@ -120,12 +120,9 @@ def load_view(node: NodeInfo, snap: Snapshot) -> list[Any]:
 
 
 def top_indices(totals: np.ndarray, k: int) -> list[int]:
-    """Indices of the k best totals, best first (ties by position)."""
-    n = len(totals)
-    # argsort, not argpartition: totals repeat a lot, and introselect slows down on repeats
-    order = list(range(n)) if n <= k else np.argsort(totals)[n - k :].tolist()
-    values = totals[order].tolist()
-    return [i for _, i in sorted(zip(values, order, strict=True), key=lambda vi: (-vi[0], vi[1]))]
+    """Indices of the k best totals, best first, ties by position: a stable sort of the
+    negated totals (scores are small non-negative integers) keeps equal ones in node order."""
+    return np.argsort(-totals, kind="stable")[:k].tolist()
 
 
 def scores(parts: ScoreParts, chosen: str, snap: Snapshot, k: int) -> list[Any]:

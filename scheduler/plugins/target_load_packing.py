@@ -101,7 +101,7 @@ def tlp_scores(
     used_percent: np.ndarray,
     capacity_m: np.ndarray,
     pod_m: float,
-    recent_m: np.ndarray,
+    recent_m: np.ndarray | float,
     target: int,
     order_saturated: bool = False,
 ) -> np.ndarray:
@@ -163,12 +163,15 @@ class Plugin:
         used, _, weight = usage_arrays(state, nodes, snap, CPU)
         capacity = [node.capacity.get(CPU, 0) for node in nodes]
         # Without any load data every weight is 0: recent pods are in the allocation already.
-        recent_m = [recent.get(node.name, 0) for node in nodes] if recent and snap.loads else 0.0
+        recent_m: np.ndarray | float = 0.0
+        if recent and snap.loads:
+            recent_m = np.asarray([recent.get(node.name, 0) for node in nodes], dtype=np.float64)
+            recent_m *= np.asarray(weight, dtype=np.float64)
         scores = tlp_scores(
             np.asarray(used, dtype=np.float64),
             np.asarray(capacity, dtype=np.float64),
             float(predicted.cpu_m),
-            np.asarray(recent_m, dtype=np.float64) * np.asarray(weight, dtype=np.float64),
+            recent_m,
             self.args.target_utilization,
             # a request-based prediction is the guess the ranking would amplify (module doc)
             orders_saturated(self.args.order_saturated, predicted),

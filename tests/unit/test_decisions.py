@@ -117,8 +117,13 @@ def test_top_indices_best_first():
     totals = np.array([5, 9, 9, 1, 7, 9])
     assert explanation.top_indices(totals, 3) == [1, 2, 5]
     assert explanation.top_indices(totals, 10) == [1, 2, 5, 4, 0, 3]
-    two = explanation.top_indices(totals, 2)
-    assert len(two) == 2 and all(totals[i] == 9 for i in two)
+    assert explanation.top_indices(totals, 2) == [1, 2]  # ties by position
+    rng = np.random.default_rng(7)
+    for _ in range(200):  # against a plain sort by (-total, position)
+        many = rng.integers(0, 12, int(rng.integers(1, 40)))
+        k = int(rng.integers(1, 8))
+        expected = sorted(range(len(many)), key=lambda i: (-int(many[i]), i))[:k]
+        assert explanation.top_indices(many, k) == expected
 
 
 def test_a_tie_won_beyond_the_top_k_is_shown_all_the_same():
