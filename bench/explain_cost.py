@@ -30,7 +30,7 @@ from scheduler.backend import decisions, explanation
 from scheduler.backend.decisions import DecisionStore
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
-from scheduler.cycle import FILTER_CHUNK, nodes_to_find, pick
+from scheduler.cycle import filter_pass, nodes_to_find, pick
 from scheduler.framework import CycleState, MetricStats, NodeLoad
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.resources import node_info, pod_info, predicted_cpu_m
@@ -84,26 +84,6 @@ def make_pod(i: int) -> Any:
     )
 
 
-def filter_pass(
-    profile: Profile, pod: Any, nodes: list, snap: Snapshot, state: CycleState, start: int
-) -> tuple[list, dict[str, Any], int]:
-    """The cycle's filter pass from node `start`, chunk by chunk until percentageOfNodesToScore's
-    share is feasible: (feasible nodes, reasons, nodes looked at)."""
-    total = len(nodes)
-    wanted = nodes_to_find(total, 0)
-    feasible: list = []
-    reasons: dict[str, Any] = {}
-    seen = 0
-    while seen < total and len(feasible) < wanted:
-        first = (start + seen) % total
-        chunk = nodes[first : first + FILTER_CHUNK]
-        seen += len(chunk)
-        ok, why = profile.filter(pod, chunk, snap, state)
-        feasible.extend(ok)
-        reasons.update(why)
-    return feasible[:wanted], reasons, seen
-
-
 class Loop:
     """The cycle's filter/score/pick/record path on a fixed snapshot."""
 
@@ -122,7 +102,7 @@ class Loop:
             state[FILTER_TALLY] = {}
         total = len(nodes)
         wanted = nodes_to_find(total, 0)
-        feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start)
+        feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start, 0)
         self.start = (self.start + seen) % total
         parts = ScoreParts() if record else None
         scores = profile.score(pod, feasible, snap, state, parts)

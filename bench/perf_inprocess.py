@@ -39,10 +39,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench.explain_cost import filter_pass
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
-from scheduler.cycle import pick
+from scheduler.cycle import filter_pass, pick
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
 from scheduler.framework.clusterindex import SERVICES
 from scheduler.framework.profile import Profile
@@ -204,7 +203,7 @@ class Loop:
     def cycle(self, pod: PodInfo) -> str:
         profile, snap, nodes = self.profile, self.snap, self.nodes
         state = CycleState()
-        feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start)
+        feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start, 0)
         self.start = (self.start + seen) % len(nodes)
         if not feasible:
             return self._preempt(pod, state, reasons)

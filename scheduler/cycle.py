@@ -60,7 +60,6 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 BASE_PERCENTAGE = 50
-FILTER_CHUNK = 64
 
 
 def nodes_to_find(total: int, percentage: int) -> int:
@@ -70,6 +69,41 @@ def nodes_to_find(total: int, percentage: int) -> int:
     if percentage <= 0:
         percentage = max(BASE_PERCENTAGE - total // 125, MIN_FEASIBLE_PERCENTAGE)
     return max(total * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+def filter_pass(
+    profile: Profile,
+    pod: PodInfo,
+    nodes: list[NodeInfo],
+    snap: Snapshot,
+    state: CycleState,
+    start: int,
+    percentage: int,
+) -> tuple[list[NodeInfo], dict[str, Any], int]:
+    """The filters over `nodes` from `start` on (wrapping round), until percentageOfNodesToScore's
+    share of them is feasible: (feasible nodes, reasons, how many nodes were looked at).
+
+    Each pass takes as many nodes as are still wanted, so no node beyond the last feasible one
+    wanted is filtered, and the next cycle starts right after it: upstream's sequential rule
+    (its next start moves by the feasible nodes found plus the rejected ones seen). A cluster
+    where most nodes fit is filtered in one pass, not in fixed chunks."""
+    total = len(nodes)
+    wanted = nodes_to_find(total, percentage)
+    feasible: list[NodeInfo] = []
+    reasons: dict[str, Any] = {}
+    seen = 0
+    while seen < total and len(feasible) < wanted:
+        size = min(wanted - len(feasible), total - seen)
+        first = (start + seen) % total
+        # the node list rotated to `first`, without copying the whole list
+        chunk = nodes[first : first + size]
+        if len(chunk) < size:
+            chunk += nodes[: size - len(chunk)]
+        seen += size
+        ok, why = profile.filter(pod, chunk, snap, state)
+        feasible.extend(ok)
+        reasons.update(why)
+    return feasible, reasons, seen
 
 
 def pick(scores: dict[str, int], rng: random.Random) -> str:
@@ -323,28 +357,16 @@ class Cycle:
         state: CycleState,
     ) -> tuple[list[NodeInfo], dict[str, Any]]:
         total = len(nodes)
-        wanted = nodes_to_find(total, self.percentage)
         self._considered = total
-        if wanted >= total:
+        if nodes_to_find(total, self.percentage) >= total:
             return profile.filter(pod, nodes, snap, state)
         start = self._next_start % total
-        feasible: list[NodeInfo] = []
-        reasons: dict[str, Any] = {}
-        seen = 0
-        while seen < total and len(feasible) < wanted:
-            # the chunks of the node list rotated to `start`, without copying the whole list
-            size = min(FILTER_CHUNK, total - seen)
-            first = (start + seen) % total
-            chunk = nodes[first : first + size]
-            if len(chunk) < size:
-                chunk += nodes[: size - len(chunk)]
-            seen += size
-            ok, why = profile.filter(pod, chunk, snap, state)
-            feasible.extend(ok)
-            reasons.update(why)
+        feasible, reasons, seen = filter_pass(
+            profile, pod, nodes, snap, state, start, self.percentage
+        )
         self._next_start = (start + seen) % total
         self._considered = seen
-        return feasible[:wanted] if len(feasible) > wanted else feasible, reasons
+        return feasible, reasons
 
     def _count_fallbacks(self, state: CycleState) -> None:
         for reason, count in state.fallbacks.items():

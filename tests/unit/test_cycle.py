@@ -1,11 +1,16 @@
-"""The cycle's pure pieces: how many nodes to find, and picking among equal scores."""
+"""The cycle's pure pieces: how many nodes to find, the filter pass over a share of them, and
+picking among equal scores."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
 
-from scheduler.cycle import nodes_to_find, pick
+from scheduler.config.loader import parse_config
+from scheduler.config.profiles import build_profiles
+from scheduler.cycle import filter_pass, nodes_to_find, pick
+from scheduler.framework import CycleState
+from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot
 
 
 def test_small_clusters_are_searched_whole():
@@ -35,3 +40,34 @@ def test_pick_breaks_ties_evenly():
     counts = Counter(pick({"a": 5, "b": 9, "c": 9, "d": 9}, rng) for _ in range(3000))
     assert set(counts) == {"b", "c", "d"}
     assert all(800 < n < 1200 for n in counts.values()), counts
+
+
+def _sequential(fits: list[bool], start: int, wanted: int) -> tuple[list[int], int]:
+    """Upstream's rule, one node at a time from `start`: the first `wanted` feasible nodes, and
+    how far the next cycle's start moves (those nodes plus the rejected ones seen)."""
+    found, seen = [], 0
+    while seen < len(fits) and len(found) < wanted:
+        i = (start + seen) % len(fits)
+        seen += 1
+        if fits[i]:
+            found.append(i)
+    return found, seen
+
+
+def test_filter_pass_stops_at_the_last_node_wanted_as_upstream_does():
+    profile = build_profiles(parse_config({}))["ballast"]
+    pod = make_pod(containers=[container(cpu="500m")])
+    rng = random.Random(3)
+    for _ in range(30):
+        total = rng.randrange(101, 400)
+        share = rng.choice([0.05, 0.5, 0.9, 1.0])
+        fits = [rng.random() < share for _ in range(total)]
+        nodes = [make_node(f"n{i:03d}", cpu="1" if ok else "100m") for i, ok in enumerate(fits)]
+        start, percentage = rng.randrange(total), rng.choice([0, 10, 30])
+        feasible, reasons, seen = filter_pass(
+            profile, pod, nodes, snapshot(nodes), CycleState(), start, percentage
+        )
+        expected, moved = _sequential(fits, start, nodes_to_find(total, percentage))
+        assert [n.name for n in feasible] == [f"n{i:03d}" for i in expected]
+        assert seen == moved
+        assert len(reasons) == moved - len(expected)  # every node looked at and rejected
