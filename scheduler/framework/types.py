@@ -96,6 +96,22 @@ class NodeInfo:
     used_ports: dict[HostPort, int] = field(default_factory=dict)
     affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # has_pod_affinity, by uid
     anti_affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # required anti
+    # Allocatable less requested CPU and memory, and pods the node still takes: what every
+    # cycle's fit check reads on hundreds of nodes, as attributes (a quarter of the dict
+    # look-ups' cost). Kept by every change of the pods; `allocatable` is not changed after
+    # construction (a node update builds a new NodeInfo).
+    room_cpu: int = field(init=False, default=0)
+    room_memory: int = field(init=False, default=0)
+    room_pods: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self._count_room()
+
+    def _count_room(self) -> None:
+        allocatable, requested = self.allocatable, self.requested
+        self.room_cpu = allocatable.get(CPU, 0) - requested.get(CPU, 0)
+        self.room_memory = allocatable.get(MEMORY, 0) - requested.get(MEMORY, 0)
+        self.room_pods = allocatable.get(PODS, 0) - len(self.pods)
 
     def take_pods_from(self, old: NodeInfo) -> None:
         """Keep the pods (and every sum over them) of the previous version of this node."""
@@ -107,6 +123,7 @@ class NodeInfo:
         self.used_ports = old.used_ports
         self.affinity_pods = old.affinity_pods
         self.anti_affinity_pods = old.anti_affinity_pods
+        self._count_room()
 
     def add_pod(self, pod: PodInfo) -> None:
         """Count a bound or assumed pod on this node; adding a known uid replaces it."""
@@ -127,6 +144,7 @@ class NodeInfo:
             self.affinity_pods[pod.uid] = pod
         if pod.has_required_anti_affinity:
             self.anti_affinity_pods[pod.uid] = pod
+        self._count_room()
 
     def remove_pod(self, pod: PodInfo) -> bool:
         """Forget a pod by uid (the stored copy is subtracted); False when it was not here."""
@@ -149,6 +167,7 @@ class NodeInfo:
                 self.used_ports.pop(port, None)
         self.affinity_pods.pop(known.uid, None)
         self.anti_affinity_pods.pop(known.uid, None)
+        self._count_room()
         return True
 
 

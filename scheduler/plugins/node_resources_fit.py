@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.framework import PODS, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.framework import CPU, MEMORY, PODS, CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.framework.resources import pods_allowed
 
 if TYPE_CHECKING:
@@ -115,8 +115,14 @@ class Plugin:
         rejected = {}
         # The common pass first, without building reasons; a node that fails is judged again
         # by `filter` for its full list of reasons.
+        if len(wanted) == 2 and wanted[0][0] == CPU and wanted[1][0] == MEMORY:
+            # cpu and memory, what nearly every pod asks for: the room each node keeps
+            cpu, memory = wanted[0][1], wanted[1][1]
+            for i, node in enumerate(nodes):
+                if not (node.room_pods > 0 and cpu <= node.room_cpu and memory <= node.room_memory):
+                    rejected[i] = self.filter(state, pod, node, snap)
+            return rejected
         if len(wanted) == 2:
-            # cpu and memory, what nearly every pod asks for: unrolled, a third less per node
             (first, v1), (second, v2) = wanted
             for i, node in enumerate(nodes):
                 a, r = node.allocatable, node.requested

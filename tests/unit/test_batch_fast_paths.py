@@ -1,11 +1,12 @@
-"""The batch fast paths give what the per-node paths give: NodeResourcesFit's unrolled
-cpu+memory pass, loadview's no-watcher pass and TargetLoadPacking without load data."""
+"""The batch fast paths give what the per-node paths give: NodeResourcesFit's cpu+memory
+pass on the room nodes keep through pod churn and node updates, loadview's no-watcher pass
+and TargetLoadPacking without load data."""
 
 from __future__ import annotations
 
 import random
 
-from scheduler.framework import CPU, CycleState
+from scheduler.framework import CPU, MEMORY, PODS, CycleState
 from scheduler.plugins import node_resources_fit as fit
 from scheduler.plugins import target_load_packing as tlp
 from scheduler.plugins.helpers.loadview import usage, usage_arrays
@@ -28,9 +29,29 @@ def _cluster(seed: int):
     return rng, nodes
 
 
+def _churned(seed: int):
+    """_cluster, then some pods taken off again and some nodes replaced by an update (new
+    allocatable, few pods allowed) that keeps their pods, as the cache does."""
+    rng, nodes = _cluster(seed)
+    for i, node in enumerate(nodes):
+        for pod in list(node.pods.values()):
+            if rng.random() < 0.3:
+                node.remove_pod(pod)
+        if rng.random() < 0.3:
+            cpu, memory = str(rng.choice([1, 2, 8])), f"{rng.randint(1, 4)}Gi"
+            newer = make_node(node.name, cpu=cpu, memory=memory, pods=rng.randint(0, 4))
+            newer.take_pods_from(node)
+            nodes[i] = newer
+    for node in nodes:  # the room kept through all of it is the room counted afresh
+        assert node.room_cpu == node.allocatable.get(CPU, 0) - node.requested.get(CPU, 0)
+        assert node.room_memory == node.allocatable.get(MEMORY, 0) - node.requested.get(MEMORY, 0)
+        assert node.room_pods == node.allocatable.get(PODS, 0) - len(node.pods)
+    return rng, nodes
+
+
 def test_fit_unrolled_pass_rejects_what_filter_rejects() -> None:
     for seed in range(20):
-        rng, nodes = _cluster(seed)
+        rng, nodes = _churned(seed)
         plugin = fit.Plugin()
         pod = make_pod("p", [container(f"{rng.randint(1, 3000)}m", f"{rng.randint(1, 3000)}Mi")])
         snap = snapshot(nodes)

@@ -387,8 +387,9 @@ def test_a_pod_larger_than_any_node_does_not_try_preemption():
 
 
 def _random_node_with_pods(rng, i):
-    node = make_node(f"n{i}", cpu=str(rng.randint(2, 4)), memory=f"{rng.randint(2, 8)}Gi")
-    node.allocatable["pods"] = rng.randint(2, 6)
+    node = make_node(
+        f"n{i}", cpu=str(rng.randint(2, 4)), memory=f"{rng.randint(2, 8)}Gi", pods=rng.randint(2, 6)
+    )
     placed = []
     for j in range(rng.randint(2, 5)):
         cpu, mem = f"{rng.choice([100, 500, 900, 1500])}m", f"{rng.choice([1, 2])}Gi"
@@ -412,8 +413,9 @@ def test_rules_out_is_what_moving_the_pods_would_say():
     fit = prof.filters[1]
     said_no = 0
     for i in range(400):
-        node = make_node("n", cpu=str(rng.randint(1, 6)), memory=f"{rng.randint(1, 8)}Gi")
-        node.allocatable["pods"] = rng.randint(1, 5)
+        node = make_node(
+            "n", cpu=str(rng.randint(1, 6)), memory=f"{rng.randint(1, 8)}Gi", pods=rng.randint(1, 5)
+        )
         on = [pod_mem(f"on{j}", f"{rng.choice([100, 900, 1500])}m", 0, "1Gi") for j in range(3)]
         on = on[: rng.randint(0, 3)]
         snap = snapshot_of([node], [(p, "n") for p in on])
@@ -500,9 +502,9 @@ def test_shortcuts_pick_the_same_victims(kind):
             rng = random.Random(round_)  # the same cluster, built afresh for each handle
             nodes, placed = [], []
             for i in range(6):
-                node = make_node(f"n{i}", cpu=str(rng.randint(2, 4)), memory="16Gi")
+                cpu = str(rng.randint(2, 4))
+                node = make_node(f"n{i}", cpu=cpu, memory="16Gi", pods=rng.randint(2, 6))
                 node.labels[HOSTNAME] = node.name
-                node.allocatable["pods"] = rng.randint(2, 6)
                 nodes.append(node)
                 for j in range(rng.randint(2, 5)):
                     cpu, prio = f"{rng.choice([100, 500, 900, 1500])}m", rng.randint(0, 5)
