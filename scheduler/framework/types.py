@@ -96,22 +96,29 @@ class NodeInfo:
     used_ports: dict[HostPort, int] = field(default_factory=dict)
     affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # has_pod_affinity, by uid
     anti_affinity_pods: dict[str, PodInfo] = field(default_factory=dict)  # required anti
-    # Allocatable less requested CPU and memory, and pods the node still takes: what every
-    # cycle's fit check reads on hundreds of nodes, as attributes (a quarter of the dict
-    # look-ups' cost). Kept by every change of the pods; `allocatable` is not changed after
-    # construction (a node update builds a new NodeInfo).
+    # What every cycle reads on hundreds of nodes, as attributes (a quarter of the dict
+    # look-ups' cost): the CPU and memory allocatable and CPU capacity, then allocatable less
+    # requested CPU and memory, and the pods the node still takes, kept by every change of the
+    # pods. `capacity` and `allocatable` are not changed after construction (a node update
+    # builds a new NodeInfo).
+    capacity_cpu: int = field(init=False, default=0)
+    allocatable_cpu: int = field(init=False, default=0)
+    allocatable_memory: int = field(init=False, default=0)
     room_cpu: int = field(init=False, default=0)
     room_memory: int = field(init=False, default=0)
     room_pods: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
+        self.capacity_cpu = self.capacity.get(CPU, 0)
+        self.allocatable_cpu = self.allocatable.get(CPU, 0)
+        self.allocatable_memory = self.allocatable.get(MEMORY, 0)
         self._count_room()
 
     def _count_room(self) -> None:
-        allocatable, requested = self.allocatable, self.requested
-        self.room_cpu = allocatable.get(CPU, 0) - requested.get(CPU, 0)
-        self.room_memory = allocatable.get(MEMORY, 0) - requested.get(MEMORY, 0)
-        self.room_pods = allocatable.get(PODS, 0) - len(self.pods)
+        requested = self.requested
+        self.room_cpu = self.allocatable_cpu - requested.get(CPU, 0)
+        self.room_memory = self.allocatable_memory - requested.get(MEMORY, 0)
+        self.room_pods = self.allocatable.get(PODS, 0) - len(self.pods)
 
     def take_pods_from(self, old: NodeInfo) -> None:
         """Keep the pods (and every sum over them) of the previous version of this node."""

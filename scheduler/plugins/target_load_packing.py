@@ -161,7 +161,7 @@ class Plugin:
         predicted = state[_KEY]
         recent = snap.recent_cpu_m
         used, _, weight = usage_arrays(state, nodes, snap, CPU)
-        capacity = [node.capacity.get(CPU, 0) for node in nodes]
+        capacity = [node.capacity_cpu for node in nodes]
         # Without any load data every weight is 0: recent pods are in the allocation already.
         recent_m: np.ndarray | float = 0.0
         if recent and snap.loads:

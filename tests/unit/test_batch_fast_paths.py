@@ -66,15 +66,16 @@ def test_fit_unrolled_pass_rejects_what_filter_rejects() -> None:
 
 def test_no_watcher_usage_arrays_and_tlp_match_per_node() -> None:
     for seed in range(10):
-        rng, nodes = _cluster(seed)
+        rng, nodes = _churned(seed)
         recent = {n.name: rng.randint(0, 2000) for n in nodes[::3]}
         snap = snapshot(nodes, recent=recent)
-        fast, slow = CycleState(), CycleState()
-        avg, std, weight = usage_arrays(fast, nodes, snap, CPU)
-        per_node = [usage(slow, n, snap, CPU) for n in nodes]
-        assert avg == [u.avg for u in per_node]
-        assert std == [u.std for u in per_node] and weight == [u.weight for u in per_node]
-        assert fast.fallbacks == slow.fallbacks
+        for resource in (CPU, MEMORY):
+            fast, slow = CycleState(), CycleState()
+            avg, std, weight = usage_arrays(fast, nodes, snap, resource)
+            per_node = [usage(slow, n, snap, resource) for n in nodes]
+            assert avg == [u.avg for u in per_node]
+            assert std == [u.std for u in per_node] and weight == [u.weight for u in per_node]
+            assert fast.fallbacks == slow.fallbacks
         plugin = tlp.Plugin()
         pod = make_pod("p", [container("300m")])
         batch = plugin.score_all(CycleState(), pod, nodes, snap)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.framework import CycleState, MetricStats, NodeInfo, Snapshot
+from scheduler.framework import CPU, MEMORY, CycleState, MetricStats, NodeInfo, Snapshot
 
 if TYPE_CHECKING:
     from scheduler.framework.fields import Fields
@@ -122,12 +122,24 @@ def usage_arrays(
     loads = snap.loads
     if not loads:
         # No watcher data at all: every node on the allocation fallback, in one comprehension
-        # (the same expression as below, so the same floats) instead of a loop of appends.
-        avg = [
-            100.0 * node.requested.get(resource, 0) / allocatable if allocatable > 0 else 0.0
-            for node in nodes
-            for allocatable in (node.allocatable.get(resource, 0),)
-        ]
+        # (the same expression as below, so the same floats) instead of a loop of appends;
+        # for cpu and memory from the node's attributes (requested = allocatable - room).
+        if resource == CPU:
+            avg = [
+                100.0 * (a - node.room_cpu) / a if (a := node.allocatable_cpu) > 0 else 0.0
+                for node in nodes
+            ]
+        elif resource == MEMORY:
+            avg = [
+                100.0 * (a - node.room_memory) / a if (a := node.allocatable_memory) > 0 else 0.0
+                for node in nodes
+            ]
+        else:
+            avg = [
+                100.0 * node.requested.get(resource, 0) / allocatable if allocatable > 0 else 0.0
+                for node in nodes
+                for allocatable in (node.allocatable.get(resource, 0),)
+            ]
         _count_missing(state, [node.name for node in nodes])
         return avg, [0.0] * len(nodes), [0.0] * len(nodes)
     avg: list[float] = []
