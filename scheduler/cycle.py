@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from scheduler.backend import decisions as outcomes
 from scheduler.backend import explanation
 from scheduler.backend.cache import take_snapshot
@@ -111,6 +113,13 @@ def pick(scores: dict[str, int], rng: random.Random) -> str:
     best = max(scores.values())
     ties = [node for node, score in scores.items() if score == best]
     return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+
+
+def pick_best(totals: np.ndarray, rng: random.Random) -> int:
+    """`pick` over a score pass's totals: the index of the chosen node, the same choice from
+    the same random numbers (the ties in node order)."""
+    ties = np.flatnonzero(totals == totals.max())
+    return int(ties[0]) if len(ties) == 1 else int(ties[rng.randrange(len(ties))])
 
 
 def prediction_doc(guess: estimator.Estimate) -> dict[str, Any]:
@@ -224,9 +233,10 @@ class Cycle:
                 chosen = feasible[0].name
             else:
                 parts = ScoreParts() if record is not None else None
-                scores = profile.score(pod, feasible, snap, state, parts)
-                chosen = pick(scores, self.rng)
-                self._won[pod.uid] = scores[chosen]
+                names, totals = profile.totals(pod, feasible, snap, state, parts)
+                best = pick_best(totals, self.rng)
+                chosen = names[best]
+                self._won[pod.uid] = int(totals[best])
             self._count_fallbacks(state)
             guess = self.estimate(pod)
             predicted_m = guess.cpu_m

@@ -368,6 +368,19 @@ class Profile:
         """{node: sum of weight * normalised score}. A plugin whose pre_score says every node
         would score the same is skipped: a constant offset never changes the pick. With
         `parts`, the pass is also kept there piece by piece (references, no copies)."""
+        names, totals = self.totals(pod, nodes, snap, state, parts)
+        return dict(zip(names, totals.tolist(), strict=True))
+
+    def totals(
+        self,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        snap: Snapshot,
+        state: CycleState | None = None,
+        parts: ScoreParts | None = None,
+    ) -> tuple[list[str], np.ndarray]:
+        """`score` as (node names, their totals as an int64 array, in the same order), without
+        the dict a cycle does not need."""
         state = CycleState() if state is None else state
         names = [n.name for n in nodes]
         totals = np.zeros(len(nodes), dtype=np.int64)
@@ -391,7 +404,7 @@ class Profile:
                 parts.plugins.append((plugin.name, weight, raw, values))
         if parts is not None:
             parts.names, parts.totals = names, totals
-        return dict(zip(names, totals.tolist(), strict=True))
+        return names, totals
 
     def pre_bind(self, api: Any, pod: PodInfo, node: str) -> str:
         """The first PreBind plugin's objection, "" when all went through."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import numpy as np
+
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
-from scheduler.cycle import filter_pass, nodes_to_find, pick
+from scheduler.cycle import filter_pass, nodes_to_find, pick, pick_best
 from scheduler.framework import CycleState
 from tests.unit.plugin_helpers import container, make_node, make_pod, snapshot
 
@@ -71,3 +73,13 @@ def test_filter_pass_stops_at_the_last_node_wanted_as_upstream_does():
         assert [n.name for n in feasible] == [f"n{i:03d}" for i in expected]
         assert seen == moved
         assert len(reasons) == moved - len(expected)  # every node looked at and rejected
+
+
+def test_pick_best_chooses_as_pick_does_from_the_same_random_numbers():
+    draw = random.Random(11)
+    for _ in range(300):
+        totals = [draw.randrange(4) for _ in range(draw.randrange(1, 30))]
+        seed = draw.randrange(10**6)
+        scores = {f"n{i}": t for i, t in enumerate(totals)}
+        index = pick_best(np.array(totals, dtype=np.int64), random.Random(seed))
+        assert f"n{index}" == pick(scores, random.Random(seed))
