@@ -495,7 +495,13 @@ class ClusterCache:
                 fresh.add_pod(pod)
         self.nodes[fresh.name] = fresh
         self._node_list = None
-        if old is None or old.labels != fresh.labels or old.taints != fresh.taints:
+        if (
+            old is None
+            or old.labels != fresh.labels
+            or old.taints != fresh.taints
+            or old.unschedulable != fresh.unschedulable
+            or old.ready != fresh.ready
+        ):
             self.index.nodes_changed()
         signature = _node_signature(fresh)
         changed = self._signatures.get(fresh.name) != signature

@@ -12,7 +12,8 @@ the first ask by one walk and then kept in step by every add and remove (the cac
 preemption trial's), so a cycle reads O(nodes with such pods), or O(domains) through
 `value_counts`. Terminating pods are not counted. The per-domain counts read the labels of
 `nodes` (the cache's node map); the cache calls `nodes_changed` when a node is added, deleted,
-relabelled or retainted, which drops them (and `node_memo`) until asked again.
+relabelled, retainted, cordoned or changed in readiness, which drops them (and `node_memo`)
+until asked again.
 
 It also holds the other objects plugins read by name (namespaces for namespaceSelector, the
 volume objects), filled by the cache's list+watch stores. All of it is read under the cache
@@ -94,9 +95,10 @@ class ClusterIndex:
         self.synced: set[str] = set()
         # The node map whose labels value_counts reads (the cache's own; snapshot_of's), None
         # when the index is not kept with any. Its owner calls nodes_changed on every node
-        # added, deleted, relabelled or retainted.
+        # added, deleted, relabelled, retainted, cordoned or changed in readiness.
         self.nodes: Mapping[str, NodeInfo] | None = None
-        # Plugins' data derived from the nodes' labels and taints, dropped by nodes_changed.
+        # Plugins' data derived from the nodes' labels, taints, cordons and readiness, dropped
+        # by nodes_changed.
         self.node_memo: dict[Any, Any] = {}
         self._selectors: dict[str, dict[LabelSelector, SelectorCounts]] = {}
         # Called as listener(pod, node) after a pod is added and listener(pod, None) after it
@@ -203,8 +205,8 @@ class ClusterIndex:
         return out
 
     def nodes_changed(self) -> None:
-        """A node was added, deleted, relabelled or retainted: drop what was derived from the
-        nodes' labels and taints."""
+        """A node was added, deleted, relabelled, retainted, cordoned or changed in readiness:
+        drop what was derived from the nodes' labels, taints, cordons and readiness."""
         self.node_memo.clear()
         for known in self._selectors.values():
             for counts in known.values():

@@ -33,7 +33,8 @@ def snapshot_of(
 ) -> Snapshot:
     """A Snapshot of `nodes` with `placed` pods (pod, node name) counted on their nodes and in
     the index, as the cache would hold them; for tests and tools. Like the cache, a caller that
-    then adds, deletes, relabels or retaints a node calls `snap.cluster.nodes_changed()`."""
+    then adds, deletes, relabels, retaints or cordons a node, or changes its readiness, calls
+    `snap.cluster.nodes_changed()`."""
     by_name = {n.name: n for n in nodes}
     index = ClusterIndex()
     index.nodes = by_name

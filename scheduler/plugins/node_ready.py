@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.framework.resources import NOT_READY_TAINT, UNREACHABLE_TAINT
+from scheduler.plugins.helpers.nodetraits import traits
 from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 NAME = "NodeReady"
@@ -32,6 +33,9 @@ class Plugin:
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> dict[int, Status]:
+        known = traits(snap)
+        if known is not None and not known.not_ready:
+            return {}
         not_ready = [i for i, node in enumerate(nodes) if not node.ready]
         if not not_ready:
             return {}

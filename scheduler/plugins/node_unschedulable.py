@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Snapshot, Status
 from scheduler.framework.resources import UNSCHEDULABLE_TAINT
+from scheduler.plugins.helpers.nodetraits import traits
 from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 NAME = "NodeUnschedulable"
@@ -25,6 +26,9 @@ class Plugin:
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> dict[int, Status]:
+        known = traits(snap)
+        if known is not None and not known.cordoned:
+            return {}
         cordoned = [i for i, node in enumerate(nodes) if node.unschedulable]
         if not cordoned or tolerated(tolerations(pod), _TAINT):
             return {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.plugins.helpers.nodetraits import traits
 from scheduler.plugins.helpers.taints import tolerated, tolerations
 
 NAME = "TaintToleration"
@@ -42,6 +43,9 @@ class Plugin:
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> dict[int, Status]:
+        known = traits(snap)
+        if known is not None and not known.tainted:
+            return {}
         rejected = {}
         for i, node in enumerate(nodes):
             if node.taints:
@@ -54,6 +58,9 @@ class Plugin:
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> bool:
         # Only a PreferNoSchedule taint somewhere can make nodes differ.
+        known = traits(snap)
+        if known is not None and not known.tainted:
+            return False
         return any(t.get("effect") == _SOFT for n in nodes if n.taints for t in n.taints)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:

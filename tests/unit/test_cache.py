@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from scheduler.backend.cache import ASSUME_GRACE, ClusterCache
+from scheduler.backend.cache import ASSUME_GRACE, ClusterCache, take_snapshot
+from scheduler.backend.recent import RecentlyBound
 from scheduler.framework.labels import LabelSelector
 from scheduler.framework.resources import pod_info
 
@@ -203,3 +204,34 @@ def test_spread_counts_follow_pods_and_relabelled_nodes(cache):
     cache._pod_event("MODIFIED", terminating)
     assert counts.by_node == {"n1": 1, "n2": 1}  # n1's pod waits for its node to come back
     assert cache.index.value_counts(counts, "zone") == {"a": 1}
+
+
+def test_a_node_cordoned_tainted_or_not_ready_after_a_cycle_is_filtered_out(cache):
+    """The filters skip their pass while no node is cordoned, not ready or tainted (a memo
+    in the index); a node that becomes one after that memo was made is still rejected."""
+    from scheduler.config.loader import parse_config
+    from scheduler.config.profiles import build_profiles
+    from scheduler.framework import CycleState
+
+    profile = build_profiles(parse_config({}))["ballast"]
+    incoming = pod_info(pod("p"))
+
+    def rejected() -> dict[str, list[str]]:
+        snap = take_snapshot(cache, {}, RecentlyBound(), 0.0)
+        _, reasons = profile.filter(incoming, cache.node_list(), snap, CycleState())
+        return reasons
+
+    assert rejected() == {}
+    changes = [
+        ({"spec": {"unschedulable": True}}, "node(s) were unschedulable"),
+        ({"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}}, "untolerated taint(s)"),
+        ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, "not ready"),
+    ]
+    for change, reason in changes:
+        doc = node("n2")
+        for part, fields in change.items():
+            doc[part] |= fields
+        cache._node_event("MODIFIED", doc)
+        assert list(rejected()) == ["n2"] and reason in rejected()["n2"][0]
+        cache._node_event("MODIFIED", node("n2"))
+        assert rejected() == {}
