@@ -106,14 +106,22 @@ def tlp_scores(
     order_saturated: bool = False,
 ) -> np.ndarray:
     """tlp_score over arrays of nodes, with the same float steps (so the same results); with
-    `order_saturated`, an all-zero pass ordered by predicted use (the module's docstring)."""
+    `order_saturated`, an all-zero pass ordered by predicted use (the module's docstring).
+    Both branches are computed for every node and rounded once, and the nodes above 100 %
+    get 0."""
     used_m = (used_percent / 100) * capacity_m
-    with np.errstate(divide="ignore", invalid="ignore"):
-        predicted = np.where(capacity_m != 0, 100 * (used_m + pod_m + recent_m) / capacity_m, 0.0)
+    predicted = np.divide(
+        100 * (used_m + pod_m + recent_m),
+        capacity_m,
+        out=np.zeros_like(used_m),
+        where=capacity_m != 0,
+    )
     t = float(target)
-    over = go_round_array(t * (100 - predicted) / (100 - t)) if t != 100 else predicted * 0
-    under = go_round_array((100 - t) * predicted / t + t)
-    scores = np.where(predicted > t, np.where(predicted > 100, 0, over), under)
+    hot = predicted > t
+    over = t * (100 - predicted) / (100 - t) if t != 100 else predicted * 0
+    raw = np.where(hot, over, (100 - t) * predicted / t + t)
+    raw[predicted > 100] = 0.0
+    scores = go_round_array(raw)
     if order_saturated and len(scores) > 1 and not scores.any():
         return saturated_order(predicted)
     return scores.astype(np.int64)

@@ -149,3 +149,31 @@ def test_order_saturated_is_an_argument():
     assert parse_args(Fields({"orderSaturated": "always"}, "a")).order_saturated == "always"
     with pytest.raises(Exception, match="a.orderSaturated: must be one of learned, always, never"):
         parse_args(Fields({"orderSaturated": "sometimes"}, "a"))
+
+
+def test_tlp_scores_equal_the_scalar_formula_node_by_node():
+    """The array pass (both branches rounded at once) against tlp_score, Go's float order,
+    on random loads, capacities (zero included), recent CPU and targets."""
+    import numpy as np
+
+    from scheduler.plugins.target_load_packing import tlp_score, tlp_scores
+
+    rng = np.random.default_rng(5)
+    for trial in range(3000):
+        n = int(rng.integers(1, 40))
+        used = [
+            rng.uniform(0, 130, n),
+            rng.integers(0, 101, n).astype(float),
+            np.round(rng.uniform(0, 100, n), 1),
+        ][trial % 3]
+        capacity = rng.choice([0, 1000, 2000, 3500, 4000, 96000], n).astype(float)
+        pod_m = float(rng.choice([0, 100, 250, 1000, 1500]))
+        recent = rng.integers(0, 3000, n).astype(float) if trial % 2 else np.zeros(n)
+        target = int(rng.choice([1, 30, 40, 60, 70, 99, 100]))
+        got = tlp_scores(used, capacity, pod_m, recent if trial % 4 else 0.0, target).tolist()
+        recent_each = recent if trial % 4 else np.zeros(n)
+        want = [
+            tlp_score(u, c, pod_m, r, target)
+            for u, c, r in zip(used.tolist(), capacity.tolist(), recent_each.tolist(), strict=True)
+        ]
+        assert got == want, (trial, used, capacity, pod_m, target)
