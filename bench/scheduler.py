@@ -910,7 +910,17 @@ def main(argv: list[str] | None = None) -> int:
         help="run Ballast under py-spy (pip install py-spy): stacks per round in "
         "bench/results/profile-<workload>-<nodes>-r<round>.txt, split by bench.profile_split",
     )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="only draw the backlog's CPU budget of an earlier run's JSON (beside it, .png)",
+    )
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        plot_budget(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
+        return 0
     if args.out is None:
         plain = args.workload == "plain" and args.nodes == 1000
         name = "scheduler.json" if plain else f"scheduler-{args.workload}-{args.nodes}.json"
@@ -966,8 +976,52 @@ def main(argv: list[str] | None = None) -> int:
     report["per_round"] = rounds
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
+    plot_budget(report, args.out.with_suffix(".png"))
     _print_table(summary, ratios, goals)
     return 0
+
+
+BUDGET_PARTS = ("contender", "kube-apiserver", "etcd", "kwok", "bench")
+
+
+def plot_budget(report: dict[str, Any], path: Path) -> None:
+    """The backlog phase per round and contender: each process's CPU per pod bound, stacked
+    (the machine's whole cost of a pod), with the contender's pods/s on top. On a machine
+    whose cores are all busy, a contender's pods/s is the cores over that stack."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    bars = []
+    for k, results in enumerate(report["per_round"]):
+        for name, result in results.items():
+            backlog = result["backlog"]
+            spent = backlog.get("cpu_ms_per_pod_by_process")
+            if spent:
+                bars.append((f"r{k + 1}\n{name}", spent, backlog["pods_per_second"]))
+    if not bars:
+        return
+    fig, ax = plt.subplots(figsize=(11, 5))
+    xs = range(len(bars))
+    bottom = [0.0] * len(bars)
+    for part in BUDGET_PARTS:
+        heights = [spent.get(part, 0.0) for _, spent, _ in bars]
+        ax.bar(xs, heights, 0.6, bottom=bottom, label=part)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    for x, (_, _, rate), top in zip(xs, bars, bottom, strict=True):
+        ax.text(x, top + 0.05, f"{rate:.0f}/s", ha="center", fontsize=8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([label for label, _, _ in bars], fontsize=8)
+    ax.set_ylabel("CPU ms per pod bound (backlog phase)")
+    ax.set_title(
+        f"Backlog of {report['pods']} pods on {report['nodes']} nodes, "
+        f"{report.get('cpus')} cores all busy: where each pod's CPU went, by process"
+    )
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[str, Any]) -> None:
