@@ -9,12 +9,12 @@ Unresolvable): no eviction can make room, so preemption does not try the node.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import CPU, MEMORY, PODS, CycleState, NodeInfo, PodInfo, Snapshot, Status
-from scheduler.framework.resources import pods_allowed
 
 if TYPE_CHECKING:
     from scheduler.framework.fields import Fields
@@ -69,16 +69,16 @@ class Plugin:
         if wanted is None:
             wanted = self._wanted(pod)
         reasons = []
-        if len(node.pods) + 1 > pods_allowed(node):
-            reasons.append("Too many pods")
+        if node.room_pods < 1:
+            reasons.append(TOO_MANY_PODS)
         requested, allocatable = node.requested, node.allocatable
         unresolvable = False
         for name, value in wanted:
             have = allocatable.get(name, 0)
             if value > have - requested.get(name, 0):
-                reasons.append(f"Insufficient {name}")
+                reasons.append(_insufficient(name))
                 unresolvable = unresolvable or value > have
-        return Status.reject(*reasons, unresolvable=unresolvable) if reasons else Status.success()
+        return _rejection(tuple(reasons), unresolvable) if reasons else Status.success()
 
     def rejects_with(
         self,
@@ -93,11 +93,16 @@ class Plugin:
         wanted = state.get(_KEY)
         if wanted is None:
             wanted = self._wanted(pod)
-        if len(node.pods) + len(added) - len(taken) + 1 > pods_allowed(node):
+        if node.room_pods - len(added) + len(taken) < 1:
             return True
-        requested, allocatable, pods = node.requested, node.allocatable, node.pods
+        pods = node.pods
         for name, value in wanted:
-            left = allocatable.get(name, 0) - requested.get(name, 0)
+            if name == CPU:
+                left = node.room_cpu
+            elif name == MEMORY:
+                left = node.room_memory
+            else:
+                left = node.allocatable.get(name, 0) - node.requested.get(name, 0)
             for other in added:
                 left -= other.requests.get(name, 0)
             for other in taken:
@@ -144,6 +149,21 @@ class Plugin:
             if not fits:
                 rejected[i] = self.filter(state, pod, node, snap)
         return rejected
+
+
+TOO_MANY_PODS = "Too many pods"
+
+
+@functools.cache
+def _insufficient(name: str) -> str:
+    return f"Insufficient {name}"
+
+
+@functools.cache
+def _rejection(reasons: tuple[str, ...], unresolvable: bool) -> Status:
+    """One shared Status per combination of reasons: a preemptor's filter pass rejects every
+    node, hundreds a cycle, mostly for the same reasons (a Status is frozen)."""
+    return Status.reject(*reasons, unresolvable=unresolvable)
 
 
 _FIRST = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
