@@ -125,7 +125,14 @@ class Plugin:
             cpu, memory = wanted[0][1], wanted[1][1]
             for i, node in enumerate(nodes):
                 if not (node.room_pods > 0 and cpu <= node.room_cpu and memory <= node.room_memory):
-                    rejected[i] = self.filter(state, pod, node, snap)
+                    # `filter`'s verdict from the same attributes (a preemptor is turned away
+                    # by every node, hundreds a cycle)
+                    rejected[i] = _cpu_memory_rejection(
+                        node.room_pods < 1,
+                        cpu > node.room_cpu,
+                        memory > node.room_memory,
+                        cpu > node.allocatable_cpu or memory > node.allocatable_memory,
+                    )
             return rejected
         if len(wanted) == 2:
             (first, v1), (second, v2) = wanted
@@ -164,6 +171,13 @@ def _rejection(reasons: tuple[str, ...], unresolvable: bool) -> Status:
     """One shared Status per combination of reasons: a preemptor's filter pass rejects every
     node, hundreds a cycle, mostly for the same reasons (a Status is frozen)."""
     return Status.reject(*reasons, unresolvable=unresolvable)
+
+
+@functools.cache
+def _cpu_memory_rejection(pods: bool, cpu: bool, memory: bool, unresolvable: bool) -> Status:
+    """`filter`'s Status for a pod asking cpu and memory: its reasons in the same order."""
+    reasons = (TOO_MANY_PODS,) * pods + (_insufficient(CPU),) * cpu
+    return _rejection(reasons + (_insufficient(MEMORY),) * memory, unresolvable)
 
 
 _FIRST = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}

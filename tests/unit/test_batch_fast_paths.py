@@ -60,8 +60,8 @@ def test_fit_unrolled_pass_rejects_what_filter_rejects() -> None:
         assert len(state[fit._KEY]) == 2
         batch = plugin.filter_all(state, pod, nodes, snap)
         single = {i: plugin.filter(state, pod, n, snap) for i, n in enumerate(nodes)}
-        expected = {i: s.reasons for i, s in single.items() if not s.ok}
-        assert {i: s.reasons for i, s in batch.items()} == expected
+        expected = {i: (s.reasons, s.unresolvable) for i, s in single.items() if not s.ok}
+        assert {i: (s.reasons, s.unresolvable) for i, s in batch.items()} == expected
 
 
 def test_no_watcher_usage_arrays_and_tlp_match_per_node() -> None:
