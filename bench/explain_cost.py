@@ -30,7 +30,7 @@ from scheduler.backend import decisions, explanation
 from scheduler.backend.decisions import DecisionStore
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
-from scheduler.cycle import filter_pass, nodes_to_find, pick
+from scheduler.cycle import filter_pass, nodes_to_find, pick_best
 from scheduler.framework import CycleState, MetricStats, NodeLoad
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.resources import node_info, pod_info, predicted_cpu_m
@@ -105,8 +105,8 @@ class Loop:
         feasible, reasons, seen = filter_pass(profile, pod, nodes, snap, state, self.start, 0)
         self.start = (self.start + seen) % total
         parts = ScoreParts() if record else None
-        scores = profile.score(pod, feasible, snap, state, parts)
-        chosen = pick(scores, self.rng)
+        names, totals = profile.totals(pod, feasible, snap, state, parts)
+        chosen = names[pick_best(totals, self.rng)]
         predicted = predicted_cpu_m(pod)
         if record:
             counts = explanation.node_counts(total, seen, len(feasible), len(feasible), 0, wanted)

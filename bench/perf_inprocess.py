@@ -41,7 +41,7 @@ from typing import Any
 
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
-from scheduler.cycle import filter_pass, pick
+from scheduler.cycle import filter_pass, pick_best
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
 from scheduler.framework.clusterindex import SERVICES
 from scheduler.framework.profile import Profile
@@ -210,7 +210,8 @@ class Loop:
         if len(feasible) == 1:
             chosen = feasible[0].name
         else:
-            chosen = pick(profile.score(pod, feasible, snap, state), self.rng)
+            names, totals = profile.totals(pod, feasible, snap, state)
+            chosen = names[pick_best(totals, self.rng)]
         self.place(pod, chosen)
         return chosen
 

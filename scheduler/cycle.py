@@ -108,16 +108,9 @@ def filter_pass(
     return feasible, reasons, seen
 
 
-def pick(scores: dict[str, int], rng: random.Random) -> str:
-    """The node with the best score; among equals, one chosen uniformly at random."""
-    best = max(scores.values())
-    ties = [node for node, score in scores.items() if score == best]
-    return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
-
-
 def pick_best(totals: np.ndarray, rng: random.Random) -> int:
-    """`pick` over a score pass's totals: the index of the chosen node, the same choice from
-    the same random numbers (the ties in node order)."""
+    """The index of the node with the best total of a score pass; among equals (in node
+    order), one chosen uniformly at random."""
     ties = np.flatnonzero(totals == totals.max())
     return int(ties[0]) if len(ties) == 1 else int(ties[rng.randrange(len(ties))])
 
