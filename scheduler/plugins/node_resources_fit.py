@@ -118,15 +118,13 @@ class Plugin:
         if wanted is None:
             wanted = self._wanted(pod)
         rejected = {}
-        # The common pass first, without building reasons; a node that fails is judged again
-        # by `filter` for its full list of reasons.
         if len(wanted) == 2 and wanted[0][0] == CPU and wanted[1][0] == MEMORY:
-            # cpu and memory, what nearly every pod asks for: the room each node keeps
+            # cpu and memory, what nearly every pod asks for: the room each node keeps, and for
+            # a node that fails, `filter`'s verdict from the same attributes (a preemptor is
+            # turned away by every node, hundreds a cycle)
             cpu, memory = wanted[0][1], wanted[1][1]
             for i, node in enumerate(nodes):
                 if not (node.room_pods > 0 and cpu <= node.room_cpu and memory <= node.room_memory):
-                    # `filter`'s verdict from the same attributes (a preemptor is turned away
-                    # by every node, hundreds a cycle)
                     rejected[i] = _cpu_memory_rejection(
                         node.room_pods < 1,
                         cpu > node.room_cpu,
@@ -134,6 +132,8 @@ class Plugin:
                         cpu > node.allocatable_cpu or memory > node.allocatable_memory,
                     )
             return rejected
+        # Otherwise the common pass first, without building reasons; a node that fails is
+        # judged again by `filter` for its full list of reasons.
         if len(wanted) == 2:
             (first, v1), (second, v2) = wanted
             for i, node in enumerate(nodes):

@@ -117,9 +117,8 @@ def tlp_scores(
         where=capacity_m != 0,
     )
     t = float(target)
-    hot = predicted > t
     over = t * (100 - predicted) / (100 - t) if t != 100 else predicted * 0
-    raw = np.where(hot, over, (100 - t) * predicted / t + t)
+    raw = np.where(predicted > t, over, (100 - t) * predicted / t + t)
     raw[predicted > 100] = 0.0
     scores = go_round_array(raw)
     if order_saturated and len(scores) > 1 and not scores.any():
