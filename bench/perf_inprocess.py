@@ -176,6 +176,11 @@ class _Handle:
     def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         return self.profile.by_requests(pod, node, snap)
 
+    def reprieve(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        return self.profile.reprieve(pod, node, snap, order)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return ""
 

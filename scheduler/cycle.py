@@ -460,5 +460,10 @@ class _Handle:
             return False
         return self._profile.by_requests(pod, node, snap)
 
+    def reprieve(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        return self._profile.reprieve(pod, node, snap, order)
+
     def nominated_node(self, pod: PodInfo) -> str:
         return self._cycle.nominated_node(pod)

@@ -82,6 +82,15 @@ class MovedPodsFilterPlugin(FilterPlugin, Protocol):
         requests alone). An edit costs more than this."""
         ...
 
+    def reprieve(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        """A preemption's reprieve from the node's sums: with every pod of `order` (on `node`)
+        gone, each in turn is put back when `filter` would still pass `pod` with it there;
+        the pods left off, in order, or None when `filter` rejects `pod` even with all of
+        them gone. The answers of `rejects_with` asked once per pod, in one pass."""
+        ...
+
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
@@ -160,6 +169,15 @@ class Handle(Protocol):
         requests' (NodeResourcesFit), every other filter passes it, and no nominated pod counts
         there: then `rules_out` with `taken` is the whole answer of `passes` on the node with
         those pods gone."""
+        ...
+
+    def reprieve(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        """Where `by_requests` holds: with every pod of `order` taken off `node`, each in turn
+        put back when `pod` still passes with it; the pods left off (the victims, in order),
+        or None when `pod` fails even with all of them gone. What `rules_out` would say asked
+        once per pod, in one pass over the node's sums."""
         ...
 
     def nominated_node(self, pod: PodInfo) -> str:

@@ -232,6 +232,27 @@ class Profile:
                 return True
         return False
 
+    def reprieve(
+        self, pod: PodInfo, node: NodeInfo, snap: Snapshot, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        """Handle.reprieve: the one judge of the sums reprieves in one pass; with several,
+        `rules_out` is asked once per pod. For a pod and node where `by_requests` holds."""
+        base = self._trial_base_of(pod, snap)
+        if base.refused is not None or base.quick is None:
+            return None
+        if len(base.moved_checks) == 1:
+            return base.moved_checks[0].reprieve(base.state, pod, node, order)
+        if self.rules_out(pod, node, snap, taken=order):
+            return None
+        gone = {p.uid: p for p in order}
+        victims = []
+        for candidate in order:
+            del gone[candidate.uid]
+            if self.rules_out(pod, node, snap, taken=list(gone.values())):
+                gone[candidate.uid] = candidate
+                victims.append(candidate)
+        return victims
+
     def by_requests(self, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> bool:
         """Whether taking placed pods off `node` can change no filter's verdict for `pod` but
         those `rules_out` judges from the node's sums (NodeResourcesFit's), and every other

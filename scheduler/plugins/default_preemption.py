@@ -320,12 +320,18 @@ class Plugin:
         if not potential:
             return None, Status.reject(NO_VICTIMS, unresolvable=True)
         violating, fine = split_by_pdb(potential, pdbs)
-        if handle.by_requests(pod, node, snap) and not handle.rules_out(
-            pod, node, snap, taken=potential
-        ):
-            # Only the requests can change a verdict here, and the pod fits with every lower
-            # pod gone: the reprieve is arithmetic, and the node is never edited.
-            victims, violations = _reprieve_by_requests(pod, node, snap, handle, violating, fine)
+        # Only the requests can change a verdict here: the reprieve is arithmetic and the node
+        # is never edited (None: the pod fails even with every lower pod gone, and the trial
+        # below tells why).
+        reprieved = (
+            handle.reprieve(pod, node, snap, violating + fine)
+            if handle.by_requests(pod, node, snap)
+            else None
+        )
+        if reprieved is not None:
+            victims = reprieved
+            judged = {p.uid for p in violating}
+            violations = sum(1 for v in victims if v.uid in judged) if judged else 0
             status = Status.success()
         else:
             with TrialEdit(snap, node) as trial:
@@ -373,30 +379,6 @@ class Plugin:
         )
         recent_m = loadview.recent_cpu_m(snap, node, u)
         return max(0.0, u.avg + 100.0 * (recent_m - u.weight * gone_m) / allocatable)
-
-
-def _reprieve_by_requests(
-    pod: PodInfo,
-    node: NodeInfo,
-    snap: Snapshot,
-    handle: Handle,
-    violating: list[PodInfo],
-    fine: list[PodInfo],
-) -> tuple[list[PodInfo], int]:
-    """(victims, how many of them violate a PDB): the reprieve of `select_victims` where
-    `handle.by_requests` holds. Each pod, in the same order, is put back when the pod still
-    fits with it, judged from the node's sums with the pods not put back taken off."""
-    gone = {p.uid: p for group in (violating, fine) for p in group}
-    victims: list[PodInfo] = []
-    violations = 0
-    for group in (violating, fine):
-        for candidate in group:
-            del gone[candidate.uid]
-            if handle.rules_out(pod, node, snap, taken=list(gone.values())):
-                gone[candidate.uid] = candidate
-                victims.append(candidate)
-                violations += group is violating
-    return victims, violations
 
 
 def _predicted_cpu_m(pod: PodInfo) -> int:

@@ -97,12 +97,7 @@ class Plugin:
             return True
         pods = node.pods
         for name, value in wanted:
-            if name == CPU:
-                left = node.room_cpu
-            elif name == MEMORY:
-                left = node.room_memory
-            else:
-                left = node.allocatable.get(name, 0) - node.requested.get(name, 0)
+            left = _room(node, name)
             for other in added:
                 left -= other.requests.get(name, 0)
             for other in taken:
@@ -110,6 +105,39 @@ class Plugin:
             if value > left:
                 return True
         return False
+
+    def reprieve(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, order: Sequence[PodInfo]
+    ) -> list[PodInfo] | None:
+        wanted = state.get(_KEY)
+        if wanted is None:
+            wanted = self._wanted(pod)
+        names = [name for name, _ in wanted]
+        pods = node.pods
+        # what each pod of `order` holds of the wanted resources, by the copy the sums hold
+        held = [[pods[p.uid].requests.get(name, 0) for name in names] for p in order]
+        slots = node.room_pods + len(order) - 1  # pods the node still takes beside `pod`
+        left = []  # per wanted resource: what is spare beside `pod` with all of `order` gone
+        for i, (name, value) in enumerate(wanted):
+            left.append(_room(node, name) - value + sum(asks[i] for asks in held))
+        if slots < 0 or any(spare < 0 for spare in left):
+            return None
+        victims = []
+        if len(left) == 2:  # cpu and memory, what nearly every pod asks for
+            spare_a, spare_b = left
+            for back, (a, b) in zip(order, held, strict=True):
+                if slots >= 1 and a <= spare_a and b <= spare_b:
+                    slots, spare_a, spare_b = slots - 1, spare_a - a, spare_b - b
+                else:
+                    victims.append(back)
+            return victims
+        for back, asks in zip(order, held, strict=True):
+            if slots >= 1 and all(a <= spare for a, spare in zip(asks, left, strict=True)):
+                slots -= 1
+                left = [spare - a for a, spare in zip(asks, left, strict=True)]
+            else:
+                victims.append(back)
+        return victims
 
     def filter_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
@@ -159,6 +187,15 @@ class Plugin:
 
 
 TOO_MANY_PODS = "Too many pods"
+
+
+def _room(node: NodeInfo, name: str) -> int:
+    """What `node` has left of resource `name` (allocatable less requested)."""
+    if name == CPU:
+        return node.room_cpu
+    if name == MEMORY:
+        return node.room_memory
+    return node.allocatable.get(name, 0) - node.requested.get(name, 0)
 
 
 @functools.cache

@@ -45,6 +45,9 @@ class Handle:
     def by_requests(self, pod, node, snap):
         return not self._others(pod, node) and self.profile.by_requests(pod, node, snap)
 
+    def reprieve(self, pod, node, snap, order):
+        return self.profile.reprieve(pod, node, snap, order)
+
     def nominated_node(self, pod):
         return self.nominations.get(pod.uid, "")
 
@@ -442,6 +445,59 @@ def test_rules_out_is_what_moving_the_pods_would_say():
             gone = pod_mem("elsewhere", "9", 0, "1Gi")
             assert not prof.rules_out(me, node, snap, taken=[gone])  # not there
     assert 40 < said_no < 360  # both answers were exercised
+
+
+@pytest.mark.parametrize("gpus", [False, True])
+def test_reprieve_from_the_sums_is_the_trial_by_trial_reprieve(gpus):
+    """NodeResourcesFit's one-pass `reprieve` (cpu and memory alone, or with an extended
+    resource) keeps exactly the pods a trial keeps putting them back one by one, filter run
+    after each; None where the pod fails with all of them gone. Pod slots count too."""
+    import random
+
+    rng = random.Random(11 + gpus)
+    fit = node_resources_fit.Plugin()
+    # two judges of the sums: the profile asks rules_out pod by pod instead
+    twice = Profile("ballast", [fit, node_resources_fit.Plugin()], [])
+    extra = {"example.com/gpu": str(rng.randint(0, 4))} if gpus else {}
+    counted = {"none": 0, "all": 0, "some": 0}
+    for i in range(500):
+        gpu = {"example.com/gpu": str(rng.randint(0, 4))} if gpus else {}
+        node = make_node(
+            "n",
+            cpu=str(rng.randint(1, 6)),
+            memory=f"{rng.randint(1, 8)}Gi",
+            pods=rng.randint(1, 6),
+            **gpu,
+        )
+        on = []
+        for j in range(rng.randint(0, 5)):
+            asks = {"example.com/gpu": str(rng.randint(0, 2))} if gpus else {}
+            cpu, mem = f"{rng.choice([0, 100, 900, 1500])}m", rng.choice(["0", "1Gi", "2Gi"])
+            on.append(make_pod(f"on{j}", [container(cpu=cpu, memory=mem, requests=asks)]))
+        snap = snapshot_of([node], [(p, "n") for p in on])
+        order = rng.sample(on, len(on))
+        wants = extra if rng.random() < 0.7 else {}
+        cpu, mem = f"{rng.choice([100, 1000, 2500])}m", rng.choice(["1Gi", "3Gi"])
+        me = make_pod(f"me{i}", [container(cpu=cpu, memory=mem, requests=wants)], priority=9)
+        state = CycleState()
+        fit.pre_filter(state, me, snap)
+        got = fit.reprieve(state, me, node, order)
+        with TrialEdit(snap, node) as trial:
+            for other in order:
+                trial.remove(other)
+            if not fit.filter(state, me, node, snap).ok:
+                expected = None
+            else:
+                expected = []
+                for other in order:
+                    trial.add(other)
+                    if not fit.filter(state, me, node, snap).ok:
+                        trial.remove(other)
+                        expected.append(other)
+        assert got == expected, (i, [p.requests for p in order], me.requests)
+        assert twice.reprieve(me, node, snap, order) == expected
+        counted["none" if got is None else "all" if got == order else "some"] += 1
+    assert all(n > 20 for n in counted.values()), counted  # every kind of answer was exercised
 
 
 def test_nodes_ruled_out_still_give_their_reasons():
