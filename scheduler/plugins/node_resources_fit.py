@@ -112,29 +112,40 @@ class Plugin:
         wanted = state.get(_KEY)
         if wanted is None:
             wanted = self._wanted(pod)
-        names = [name for name, _ in wanted]
         pods = node.pods
-        # what each pod of `order` holds of the wanted resources, by the copy the sums hold
-        held = [[pods[p.uid].requests.get(name, 0) for name in names] for p in order]
+        held = [pods[p.uid].requests for p in order]  # by the copies the sums hold
         slots = node.room_pods + len(order) - 1  # pods the node still takes beside `pod`
-        left = []  # per wanted resource: what is spare beside `pod` with all of `order` gone
-        for i, (name, value) in enumerate(wanted):
-            left.append(_room(node, name) - value + sum(asks[i] for asks in held))
-        if slots < 0 or any(spare < 0 for spare in left):
+        if slots < 0:
             return None
         victims = []
-        if len(left) == 2:  # cpu and memory, what nearly every pod asks for
-            spare_a, spare_b = left
-            for back, (a, b) in zip(order, held, strict=True):
-                if slots >= 1 and a <= spare_a and b <= spare_b:
-                    slots, spare_a, spare_b = slots - 1, spare_a - a, spare_b - b
+        if len(wanted) == 2 and wanted[0][0] == CPU and wanted[1][0] == MEMORY:
+            # cpu and memory, what nearly every pod asks for: two running sums
+            cpu = node.room_cpu - wanted[0][1]
+            memory = node.room_memory - wanted[1][1]
+            for requests in held:
+                cpu += requests.get(CPU, 0)
+                memory += requests.get(MEMORY, 0)
+            if cpu < 0 or memory < 0:
+                return None
+            for back, requests in zip(order, held, strict=True):
+                c, m = requests.get(CPU, 0), requests.get(MEMORY, 0)
+                if slots >= 1 and c <= cpu and m <= memory:
+                    slots, cpu, memory = slots - 1, cpu - c, memory - m
                 else:
                     victims.append(back)
             return victims
-        for back, asks in zip(order, held, strict=True):
-            if slots >= 1 and all(a <= spare for a, spare in zip(asks, left, strict=True)):
+        # per wanted resource: what is spare beside `pod` with every pod of `order` gone
+        left = {name: _room(node, name) - value for name, value in wanted}
+        for requests in held:
+            for name in left:
+                left[name] += requests.get(name, 0)
+        if any(spare < 0 for spare in left.values()):
+            return None
+        for back, requests in zip(order, held, strict=True):
+            if slots >= 1 and all(requests.get(n, 0) <= spare for n, spare in left.items()):
                 slots -= 1
-                left = [spare - a for a, spare in zip(asks, left, strict=True)]
+                for name in left:
+                    left[name] -= requests.get(name, 0)
             else:
                 victims.append(back)
         return victims
