@@ -56,9 +56,13 @@ def failure_message(
     rejection = state.get(PRE_FILTER_REJECTION) if state is not None else None
     if rejection is not None:
         return f"0/{total_nodes} nodes are available: {rejection.reason}."
+    # Nodes turned away for the same reasons share them: counted per combination first (a
+    # preemptor's message counts every node, hundreds of the same combination).
+    combos = Counter(v if isinstance(v, str) else tuple(v) for v in reasons.values())
     counts: Counter[str] = Counter()
-    for value in reasons.values():
-        counts.update([value] if isinstance(value, str) else value)
+    for combo, n in combos.items():
+        for reason in (combo,) if isinstance(combo, str) else combo:
+            counts[reason] += n
     parts = sorted(f"{n} {reason}" for reason, n in counts.items())
     text = f"0/{total_nodes} nodes are available"
     return f"{text}: {', '.join(parts)}." if parts else f"{text}."
