@@ -17,9 +17,9 @@ per pod (process time over the loop) and a digest of the placements.
 every node full of low-priority pods (four 900m, one 100m, kwok-like start times), then N
 3-CPU priority-10 pods created one at a time, each scheduled until bound. The evictor here
 carries out a preemption between two pops, as its thread would, by feeding the cache the watch
-events the API's answers bring (the nomination, each victim's DisruptionTarget update and
-deletion); the preemptor's PodScheduled=False and, once bound, kwok's Running update come the
-same way. CPU is per preemptor, the digest covers nodes and victims.
+events the API's answers bring (the nomination with the PodScheduled=False condition, one
+patch; each victim's DisruptionTarget update and deletion); once bound, kwok's Running update
+comes the same way. CPU is per preemptor, the digest covers nodes and victims.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class CountingEvents:
     def scheduled(self, pod: PodInfo, node: str, score: int | None = None) -> None:
         self.written += 1
 
-    def failed(self, pod: PodInfo, message: str, reason: str = "") -> None:
+    def failed(self, pod: PodInfo, message: str, reason: str = "", condition: bool = True) -> None:
         self.written += 1
 
 
@@ -160,7 +160,12 @@ class ApplyingEvictor:
         return any(pod.uid == uid for pod, _, _ in self._pending)
 
     def preempt(
-        self, pod: PodInfo, node: str, victims: tuple[PodInfo, ...], unnominate: list[PodInfo]
+        self,
+        pod: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        unnominate: list[PodInfo],
+        message: str = "",
     ) -> None:
         self._pending.append((pod, node, victims))
         self.trail.update(f"{pod.uid}>{node}:{','.join(v.uid for v in victims)};".encode())
@@ -173,7 +178,8 @@ class ApplyingEvictor:
             return False
         pod, node, victims = self._pending[0]
         doc = self._docs[pod.uid]
-        doc["status"] = doc.get("status", {}) | {"nominatedNodeName": node}
+        failed = {"conditions": [{"type": "PodScheduled", "status": "False"}]}
+        doc["status"] = doc.get("status", {}) | failed | {"nominatedNodeName": node}
         self._cache._pod_event("MODIFIED", doc)
         for victim in victims:
             gone = copy.deepcopy(self._docs.pop(victim.uid))

@@ -204,7 +204,7 @@ class Cycle:
                     feasible = self._leave_nominated_room(profile, pod, feasible, reasons, snap)
             if not feasible:
                 message = failure_message(len(nodes), reasons, state)
-                post = self._post_filter(profile, pod, snap, state, reasons)
+                post = self._post_filter(profile, pod, snap, state, reasons, message)
                 if post.message:
                     message = f"{message} {post.message}"
                 if record is not None:
@@ -218,7 +218,8 @@ class Cycle:
                     node = post.nominated_node
                     record.add(pod.key, pod.uid, now, profile.scheduler_name, outcome, node, detail)
                 self.queue.unschedulable(pod)
-                self.events.failed(pod, message)
+                # A nominated pod's condition goes with its nomination (the evictor's patch).
+                self.events.failed(pod, message, condition=not post.nominated_node)
                 log.info("%s unschedulable: %s", pod.key, message)
                 return UNSCHEDULABLE
             parts = None
@@ -316,7 +317,10 @@ class Cycle:
         snap: Snapshot,
         state: CycleState,
         reasons: dict[str, Any],
+        message: str,
     ) -> PostFilterResult:
+        """The PostFilter plugins; a nomination goes to the evictor with `message`, the
+        pod's PodScheduled=False condition."""
         result = PostFilterResult()
         if self.evictor is None or pod.scheduler_name != profile.scheduler_name:
             return result  # never preempt for a pod that is not ours
@@ -338,7 +342,8 @@ class Cycle:
                 node,
                 ", ".join(v.key for v in result.victims),
             )
-            self.evictor.preempt(pod, node, result.victims, lower)
+            told = f"{message} {result.message}" if result.message else message  # as _attempt's
+            self.evictor.preempt(pod, node, result.victims, lower, told)
         elif result.clear and self.nominated_node(pod):
             self.nominations.clear(pod.uid)
             self.evictor.unnominate(pod)

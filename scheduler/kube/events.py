@@ -194,9 +194,13 @@ class EventRecorder:
                 self._scheduled_at.popitem(last=False)
         self._put(pod, "Scheduled", note, NORMAL, "Binding")
 
-    def failed(self, pod: PodInfo, message: str, reason: str = UNSCHEDULABLE) -> None:
+    def failed(
+        self, pod: PodInfo, message: str, reason: str = UNSCHEDULABLE, condition: bool = True
+    ) -> None:
         """FailedScheduling, and the pod's PodScheduled=False condition with `reason`
-        (Unschedulable: fits nowhere; SchedulerError: anything else)."""
+        (Unschedulable: fits nowhere; SchedulerError: anything else). `condition` False: the
+        condition is written elsewhere (a preemptor's goes with its nomination, one patch as
+        upstream's), so only the event is, and the condition counts as written."""
         self._put(pod, "FailedScheduling", message, WARNING, "Scheduling")
         with self._marked_lock:
             if self._marked.get(pod.uid) == (reason, message):
@@ -205,6 +209,8 @@ class EventRecorder:
             self._marked.move_to_end(pod.uid)
             while len(self._marked) > MARKED_CAPACITY:
                 self._marked.popitem(last=False)
+        if not condition:
+            return
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         version = (pod.raw.get("metadata") or {}).get("resourceVersion", "")
         body = pod_scheduled_false(reason, message, version)

@@ -3,8 +3,9 @@
 DefaultPreemption (scheduler/plugins/default_preemption.py) only chooses; this module acts, as
 upstream's asynchronous preemption does (SchedulerAsyncPreemption, on by default in v1.34):
 
-- the preemptor gets `status.nominatedNodeName`; lower-priority pods nominated to the same node
-  lose theirs (they would not fit there any more);
+- the preemptor gets `status.nominatedNodeName` and its PodScheduled=False condition in one
+  patch, as upstream's handleSchedulingFailure writes them; lower-priority pods nominated to the
+  same node lose theirs (they would not fit there any more);
 - each victim gets the `DisruptionTarget` condition (reason `PreemptionByScheduler`) by a
   pods/status patch, then is deleted (with its uid as a precondition, so a recreated pod of the
   same name is never hit), then a `Preempted` event names the preemptor;
@@ -30,7 +31,7 @@ from kubernetes import client
 
 from scheduler.framework import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodInfo
 from scheduler.kube import kubeapi
-from scheduler.kube.events import NORMAL, event_body
+from scheduler.kube.events import NORMAL, UNSCHEDULABLE, event_body, pod_scheduled_false
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +127,18 @@ class Evictor:
             return uid in self._running
 
     def preempt(
-        self, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...], unnominate: list[PodInfo]
+        self,
+        preemptor: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        unnominate: list[PodInfo],
+        message: str = "",
     ) -> None:
+        """Nominate `preemptor` to `node` (with `message`, its PodScheduled=False condition in
+        the same patch), clear the nominations of `unnominate`, evict `victims`."""
         with self._lock:
             self._running.add(preemptor.uid)
-        if not self._submit(self._run, preemptor, node, victims, unnominate):
+        if not self._submit(self._run, preemptor, node, victims, unnominate, message):
             with self._lock:
                 self._running.discard(preemptor.uid)
 
@@ -153,12 +161,17 @@ class Evictor:
 
     # --- on a worker thread ---------------------------------------------------------------
     def _run(
-        self, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...], unnominate: list[PodInfo]
+        self,
+        preemptor: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        unnominate: list[PodInfo],
+        message: str,
     ) -> None:
         ok = False
         try:
             self.stats.preemptions += 1
-            self._nominate(preemptor, node)
+            self._nominate(preemptor, node, message)
             for other in unnominate:
                 self._nominate(other, None)
             ok = all(self._evict(victim, preemptor, node) for victim in victims)
@@ -174,11 +187,19 @@ class Evictor:
             except Exception:  # noqa: BLE001
                 log.exception("preemption outcome handler failed for %s", preemptor.key)
 
-    def _nominate(self, pod: PodInfo, node: str | None) -> None:
+    def _nominate(self, pod: PodInfo, node: str | None, message: str = "") -> None:
+        """status.nominatedNodeName, and with `message` the PodScheduled=False condition too,
+        in one patch as upstream's handleSchedulingFailure writes them (a write and a watch
+        event less per preemption)."""
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
-        body = {"status": {"nominatedNodeName": node}}
+        if message:
+            body = pod_scheduled_false(UNSCHEDULABLE, message)
+            body["status"]["nominatedNodeName"] = node
+            kind = STRATEGIC_PATCH  # the condition merges into the list by its type
+        else:
+            body, kind = {"status": {"nominatedNodeName": node}}, MERGE_PATCH
         # Best effort, as upstream: the nomination in memory is what later cycles use.
-        self._write("PATCH", path, body, f"nominatedNodeName of {pod.key}", MERGE_PATCH)
+        self._write("PATCH", path, body, f"nominatedNodeName of {pod.key}", kind)
 
     def _evict(self, victim: PodInfo, preemptor: PodInfo, node: str) -> bool:
         base = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"

@@ -209,3 +209,40 @@ def test_nominated_node_is_not_taken_by_a_lower_priority_pod(
         for p in pods(kube_api, namespace):
             core.delete_namespaced_pod(p, namespace, grace_period_seconds=0, _request_timeout=T)
         delete_nodes(kube_api, [node])
+
+
+def test_the_nomination_and_the_pod_scheduled_condition_are_one_patch(kube_api, namespace):
+    """The evictor's first write names the node and sets PodScheduled=False with the cycle's
+    message (upstream's handleSchedulingFailure patch), merged into the pod's conditions by
+    type; without a message it writes the nomination alone."""
+    import threading
+
+    from scheduler.framework.resources import pod_info
+    from scheduler.kube.evictor import Evictor
+
+    core = client.CoreV1Api(kube_api)
+    create_pods(kube_api, namespace, [pod_body("hi", scheduler="nobody"), pod_body("lo", "x")])
+    patch = {"status": {"conditions": [{"type": "Other", "status": "True"}]}}
+    core.patch_namespaced_pod_status("hi", namespace, patch, _request_timeout=T)
+    found = pods(kube_api, namespace)
+    done = threading.Event()
+    evictor = Evictor(kube_api, "test", lambda pod, node, ok: done.set())
+    try:
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        evictor.preempt(pod_info(found["hi"]), "node-a", (), [], message)
+        assert done.wait(15)
+        hi = pods(kube_api, namespace)["hi"]
+        assert hi["status"]["nominatedNodeName"] == "node-a"
+        conditions = {c["type"]: c for c in hi["status"]["conditions"]}
+        assert conditions["Other"]["status"] == "True"  # merged, not replaced
+        assert conditions["PodScheduled"]["status"] == "False"
+        assert conditions["PodScheduled"]["reason"] == "Unschedulable"
+        assert conditions["PodScheduled"]["message"] == message
+        done.clear()
+        evictor.preempt(pod_info(found["lo"]), "node-b", (), [])
+        assert done.wait(15)
+        lo = pods(kube_api, namespace)["lo"]
+        assert lo["status"]["nominatedNodeName"] == "node-b"
+        assert "PodScheduled" not in {c["type"] for c in lo["status"].get("conditions") or []}
+    finally:
+        evictor.stop()

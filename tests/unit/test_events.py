@@ -45,6 +45,20 @@ def test_condition_patch_once_per_outcome():
     assert [m for m, _ in queued(rec)] == ["POST", "POST", "PATCH"]
 
 
+def test_a_condition_written_with_the_nomination_is_not_queued_again():
+    rec = EventRecorder(client.ApiClient(), "me")
+    message = "0/3 nodes are available: 3 Insufficient cpu."
+    rec.failed(pod(), message, condition=False)  # the evictor's patch carries it
+    rec.failed(pod(), message)  # the same outcome again: written already
+    rec.failed(pod(), "0/3 nodes are available: 3 Insufficient memory.")
+    assert queued(rec) == [
+        ("POST", "event FailedScheduling"),
+        ("POST", "event FailedScheduling"),
+        ("POST", "event FailedScheduling"),
+        ("PATCH", "condition ns/p"),
+    ]
+
+
 def test_condition_body_is_kube_schedulers():
     (cond,) = pod_scheduled_false("Unschedulable", "why")["status"]["conditions"]
     assert {k: cond[k] for k in ("type", "status", "reason", "message")} == {
