@@ -155,6 +155,8 @@ class Cycle:
         self._won: dict[str, int] = {}  # pod uid -> its node's winning score, until bound
         self.nominations = Nominations()
         self.evictor = evictor_factory(self.preemption_done) if evictor_factory else None
+        if self.evictor is not None:
+            queue.hold_while(self.evictor.running)  # woken by preemption_done
         self.decisions = decisions  # None: nothing recorded, nothing spent on it
         self._considered = 0  # nodes the last filter pass looked at
         # The watcher's workload profiles (backend/profiles_client.py); none until wired.

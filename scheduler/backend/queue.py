@@ -7,6 +7,9 @@ Three rooms, as in kube-scheduler's backend/queue:
   deleted), an edit of the pod itself (not of its status) or the periodic flush, then go through
   backoff again.
 
+A pod may be held in the unschedulable room through cluster changes (`hold_while`, upstream's
+PreEnqueue): a preemptor stays there while its victims are being evicted.
+
 As v1.34's SchedulerPopFromBackoffQ (beta, on by default): when no pod is active, `pop` takes the
 pod whose backoff ends first among those a cluster change moved out of the unschedulable room,
 instead of idling out the rest of its backoff (a preemptor whose victims are gone binds at once).
@@ -71,6 +74,7 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._closed = False
+        self._held: Callable[[str], bool] | None = None
 
     # --- feeding -------------------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
@@ -116,6 +120,14 @@ class SchedulingQueue:
             self._to_backoff(entry, error=True)
             self._cond.notify()
 
+    def hold_while(self, held: Callable[[str], bool]) -> None:
+        """A parked pod for which `held(uid)` is true stays parked through cluster changes
+        (upstream's PreEnqueue keeps a preemptor out while its victims are being evicted:
+        each victim's deletion would wake it for nothing). Whatever ends the hold calls
+        `cluster_changed`. `held` is asked under the queue's lock and must not take it."""
+        with self._cond:
+            self._held = held
+
     def unschedulable(self, pod: PodInfo) -> None:
         """No node fits: park it until the cluster changes (or the periodic flush)."""
         with self._cond:
@@ -123,7 +135,7 @@ class SchedulingQueue:
             if entry is None:
                 return  # deleted or bound while we were scheduling it
             entry.attempts += 1
-            if entry.moved:
+            if entry.moved and not (self._held is not None and self._held(pod.uid)):
                 # The cluster changed during the attempt: the verdict may be outdated already.
                 self._to_backoff(entry)
                 self._cond.notify()
@@ -137,8 +149,10 @@ class SchedulingQueue:
     def cluster_changed(self) -> None:
         """A node was added or updated, or a pod went away: parked pods may fit now."""
         with self._cond:
+            held = self._held
             for uid in list(self._parked):
-                self._to_backoff_or_active(self._entries[uid])
+                if held is None or not held(uid):
+                    self._to_backoff_or_active(self._entries[uid])
             for uid in self._in_flight:
                 self._entries[uid].moved = True
             self._cond.notify_all()

@@ -121,6 +121,34 @@ def test_change_during_the_attempt_skips_parking():
     assert q.pop(timeout=0) is p  # and, nothing else being active, retried at once
 
 
+def test_a_held_pod_stays_parked_until_its_hold_ends():
+    """A preemptor whose victims are being evicted: their deletions (cluster changes) leave it
+    parked, also when one comes during its attempt; the change that ends the hold moves it.
+    Other parked pods move as before; the periodic flush still takes a held pod."""
+    clock = Clock()
+    q = SchedulingQueue(initial_backoff=1, unschedulable_flush=60, clock=clock)
+    evicting: set[str] = set()
+    q.hold_while(evicting.__contains__)
+    a, b = pod("a"), pod("b")
+    q.add(a)
+    assert q.pop(timeout=0) is a
+    evicting.add(a.uid)  # its preemption starts while it is still in flight
+    q.cluster_changed()  # a first victim gone before the attempt ends
+    q.unschedulable(a)
+    parked(q, b)
+    clock.now += 5
+    q.cluster_changed()  # another victim
+    assert drain(q) == ["b"]
+    assert q.depth()[UNSCHEDULABLE] == 1
+    evicting.discard(a.uid)
+    q.cluster_changed()  # the evictor's end
+    assert drain(q) == ["a"]
+    q.unschedulable(a)
+    evicting.add(a.uid)
+    clock.now += 61
+    assert drain(q) == ["a"]  # the flush
+
+
 def test_removed_pods_are_never_popped():
     q = SchedulingQueue(clock=Clock())
     q.add(pod("a"))
