@@ -561,14 +561,15 @@ def preempt_one_by_one(
     a time on the full cluster, each waited for until bound, nothing else going on: first the
     contender is left to finish what the phases before left it (Ballast writes the Scheduled
     events of 2,500 pods for about 20 s after the last binding, at about 110 ms of CPU a
-    second, which the preemptors' CPU would otherwise carry). With `profile`, py-spy is attached
-    over the preemptors alone (stacks to that file)."""
+    second, which the preemptors' CPU would otherwise carry). The contender's CPU per thread
+    over the preemptors is read from /proc. With `profile`, py-spy is attached over the
+    preemptors alone (stacks to that file)."""
     op, scheduler = churn.op, churn.scheduler
     settle_s = settle(contender)
     keys = []
     stop_spy = spy_on(contender.pid, profile) if profile and contender.pid else None
     attempts0 = contender.attempts()
-    threads0 = thread_cpu_seconds(contender.pid) if profile and contender.pid else {}
+    threads0 = thread_cpu_seconds(contender.pid) if contender.pid else {}  # /proc: cheap
     cpu0 = contender.cpu()
     for i in range(count):
         name = f"preemptor-{i:04d}"
