@@ -246,3 +246,38 @@ def test_the_nomination_and_the_pod_scheduled_condition_are_one_patch(kube_api, 
         assert "PodScheduled" not in {c["type"] for c in lo["status"].get("conditions") or []}
     finally:
         evictor.stop()
+
+
+def test_victims_are_evicted_side_by_side_each_with_its_writes(kube_api, namespace):
+    """Several victims at once: each gets DisruptionTarget, is deleted and gets its Preempted
+    event; a victim gone already counts as evicted; the preemption reports success once all
+    are done."""
+    import threading
+
+    from scheduler.framework.resources import pod_info
+    from scheduler.kube.evictor import Evictor
+
+    names = [f"v{i}" for i in range(4)]
+    create_pods(kube_api, namespace, [pod_body(n, scheduler="nobody") for n in ["hi", *names]])
+    found = pods(kube_api, namespace)
+    victims = tuple(pod_info(found[n]) for n in names)
+    client.CoreV1Api(kube_api).delete_namespaced_pod(
+        "v3", namespace, grace_period_seconds=0, _request_timeout=T
+    )  # gone before the evictor gets to it
+    outcome: list[bool] = []
+    done = threading.Event()
+    evictor = Evictor(kube_api, "test", lambda pod, node, ok: (outcome.append(ok), done.set()))
+    try:
+        evictor.preempt(pod_info(found["hi"]), "node-a", victims, [], "m")
+        assert done.wait(15)
+        assert outcome == [True]
+        left = pods(kube_api, namespace)
+        for name in names[:3]:  # no kubelet: deleted pods linger, terminating
+            assert left.get(name, {}).get("metadata", {}).get("deletionTimestamp") or (
+                name not in left
+            )
+            notes = events_for(kube_api, namespace, name, "Preempted")
+            assert notes and notes[0]["related"]["name"] == "hi"
+        assert evictor.stats.victims == 3
+    finally:
+        evictor.stop()
