@@ -36,6 +36,7 @@ from scheduler.kube.leader import LeaderElector
 from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
+from shared.idle_gc import IdleCollection
 from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
@@ -302,6 +303,8 @@ class Runtime:
         self.lost_lease.set()
 
     def _run(self) -> None:
+        # Half a second without a pod after a burst: the collector's full pass goes there.
+        collection = IdleCollection()
         while not self._stop.is_set():
             if not self.leading():
                 if self.elector is not None:
@@ -309,11 +312,13 @@ class Runtime:
                 continue
             pod = self.queue.pop(timeout=0.5)
             if pod is None:
+                collection.idle()
                 continue
             if not self.leading():
                 self.queue.requeue_backoff(pod)
                 continue
             self.cycle.schedule_one(pod)
+            collection.worked()
 
     def describe(self) -> dict[str, Any]:
         return {"identity": self.identity, **self.cache.stats(), **self.queue.depth()}
