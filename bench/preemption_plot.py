@@ -50,11 +50,12 @@ def plot(runs: list[tuple[str, dict[str, Any]]], out: Path) -> Path:
     matplotlib.use("Agg")  # files only: no display on a CI machine
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(13, 5))
-    x, ticks, labels = 0.0, [], []
+    fig, ax = plt.subplots(figsize=(15, 5.5))
+    x, ticks, labels, groups = 0.0, [], [], []
     legend_done = False
     colours = plt.get_cmap("tab10").colors
     for label, doc in runs:
+        first = x
         for i, figures in enumerate(rounds_of(doc)):
             bottom = 0.0
             for j, (name, value) in enumerate(split(figures["ballast"]).items()):
@@ -77,10 +78,21 @@ def plot(runs: list[tuple[str, dict[str, Any]]], out: Path) -> Path:
             )
             legend_done = True
             ticks.append(x + 0.21)
-            labels.append(f"{label}\nround {i + 1}")
+            labels.append(f"r{i + 1}")
             x += 1.2
+        groups.append(((first + x - 1.2) / 2 + 0.21, label))
         x += 0.6
     ax.set_xticks(ticks, labels, fontsize=8)
+    for centre, label in groups:  # the run under its rounds
+        ax.annotate(
+            label,
+            (centre, 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, -24),
+            textcoords="offset points",
+            ha="center",
+            fontsize=9,
+        )
     ax.set_ylabel("CPU ms per preempting pod")
     ax.set_title(
         f"{WORKLOAD}, 500 nodes: CPU per preempting pod, Ballast (by thread) and "
