@@ -182,14 +182,10 @@ class Evictor:
             self._nominate(preemptor, node, message)
             for other in unnominate:
                 self._nominate(other, None)
-            if len(victims) == 1:
-                ok = self._evict(victims[0], preemptor, node)
-            else:
-                evictions = [
-                    self._victim_pool.submit(self._evict, victim, preemptor, node)
-                    for victim in victims
-                ]
-                ok = all([eviction.result() for eviction in evictions])  # each one waited for
+            evictions = [
+                self._victim_pool.submit(self._evict, victim, preemptor, node) for victim in victims
+            ]
+            ok = all([eviction.result() for eviction in evictions])  # each one waited for
         except Exception:  # noqa: BLE001 - a worker must survive anything; the pod is retried
             log.exception("preemption for %s failed", preemptor.key)
         finally:
@@ -235,7 +231,8 @@ class Evictor:
             return False
         if deleted in (404, 409):  # gone, or a new pod under the same name
             return True
-        self.stats.victims += 1
+        with self._lock:  # victims are evicted on several threads at once
+            self.stats.victims += 1
         log.info("preempted %s on %s for %s", victim.key, node, preemptor.key)
         path = f"/apis/events.k8s.io/v1/namespaces/{victim.namespace}/events"
         self._write("POST", path, preempted_event(victim, preemptor, node, self.instance), "event")
@@ -258,7 +255,8 @@ class Evictor:
                 detail = answer.message()
             if attempt == self._attempts or self._stopping.is_set():
                 break
-            self.stats.retries += 1
+            with self._lock:
+                self.stats.retries += 1
             log.warning("%s failed (%s); retry %d in %.1fs", what, detail, attempt, delay)
             self._stopping.wait(delay)
             delay = min(delay * 2, self._max)
