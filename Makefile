@@ -66,12 +66,12 @@ demo: sandbox-build $(if $(filter metrics-server,$(SOURCE)),metrics-server-build
 demo-up: sandbox-build
 	$(BALLAST) demo --keep-running
 
-bench-watcher: sandbox-build
+bench-watcher: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.watcher $(BENCH_ARGS)
 
 # 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
 # spread (1 round); results in bench/results/scheduler*.json.
-bench-scheduler: kube-scheduler-build
+bench-scheduler: kube-scheduler-build $(VENV)/.bench-installed
 	$(PY) -m bench.scheduler
 	$(PY) -m bench.scheduler --workload spread --rounds 1
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
@@ -80,7 +80,7 @@ bench-scheduler: kube-scheduler-build
 	$(PY) -m bench.explain_cost
 
 # The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
-bench-scheduler-5000: kube-scheduler-build
+bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
 	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler
 
 # kube-scheduler's own test/integration/scheduler_perf workloads, read from the Go module cache
@@ -112,7 +112,7 @@ bench-rebalance: sandbox-build $(VENV)/.bench-installed
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.
-chaos: sandbox-build
+chaos: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
 clean:
