@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
@@ -32,6 +33,9 @@ from kubernetes.client.rest import ApiException
 from sandbox import metrics_server
 from sandbox.exporter import SyntheticExporter
 from shared.quantities import QuantityError, bytes_value, cpu_millis
+
+if TYPE_CHECKING:
+    from sandbox.trace_player import TracePlayer
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,10 @@ class SimulatorConfig:
     background: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Per-pod factor overrides by namespace/name, e.g. pods that use 3x what they request.
     pod_factors: dict[str, float] = field(default_factory=dict)
+    # A production trace replayed (sandbox.trace_player): the pods it knows use what their VM
+    # used at that moment instead of requests x factor; the others keep the factor. The
+    # exporter follows it; kwok's annotations (`kwok_usage`) are written once and do not.
+    trace: TracePlayer | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.factor_min <= self.factor_max:
@@ -153,7 +161,8 @@ def pod_use(pod: PodUse, now: float, config: SimulatorConfig) -> tuple[float, fl
         ramp = min(1.0, max(0.0, (now - pod.started) / config.ramp_seconds))
     else:
         ramp = 1.0
-    cpu, memory = full_use(pod, config)
+    traced = config.trace.use(pod.key, now) if config.trace is not None else None
+    cpu, memory = traced if traced is not None else full_use(pod, config)
     return cpu * ramp, memory * ramp
 
 

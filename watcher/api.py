@@ -19,6 +19,7 @@ from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from watcher import decisions_proxy, openapi, selfmetrics
+from watcher import gpus as gpu_view
 from watcher.config import Config
 from watcher.errors import StoreError
 from watcher.store import Store
@@ -69,9 +70,12 @@ class WorkloadsReader:
     served, `store_error` saying why, as the node snapshot is: the schedulers fetch profiles
     every few seconds, and a store failover must not turn those fetches into 503s."""
 
-    def __init__(self, store: Store, every: float) -> None:
+    def __init__(
+        self, store: Store, every: float, read: Callable[[], bytes | None] | None = None
+    ) -> None:
         self.store = store
         self.every = every
+        self.read = read or store.workloads_doc  # the GPU document is read the same way
         self.store_error: str | None = None
         self._at = -math.inf
         self._raw: bytes | None = None
@@ -103,7 +107,7 @@ class WorkloadsReader:
             if time.monotonic() - self._at < self.every:
                 return self._parsed
             try:
-                raw = self.store.workloads_doc()
+                raw = self.read()
             except StoreError as exc:
                 if self._raw is None:
                     raise
@@ -326,6 +330,32 @@ def create_app(
         if found is None:
             return error(404, f"no profile for {kind} {namespace}/{name}")
         return flagged(send(Body(dumps(found))))
+
+    gpus = WorkloadsReader(
+        store, config.snapshot_check if store.kind == "redis" else 0.0, store.gpus_doc
+    )
+
+    def gpu_answer(node: str | None) -> Response:
+        try:
+            _, doc = gpus.get()
+        except StoreError as exc:
+            return error(503, str(exc))
+        if doc is None:
+            return error(404, "no GPU data: GPU metrics off or not polled yet")
+        if node is not None and node not in (doc.get("nodes") or {}):
+            return error(404, f"no GPU data for node {node!r}")
+        resp = send(Body(dumps(gpu_view.with_state(doc, time.time(), node))))
+        if gpus.store_error:
+            resp.headers["X-Ballast-Store"] = "unavailable; serving the last copy"
+        return resp
+
+    @app.get("/api/v1/gpus")
+    def gpu_list() -> Response:
+        return gpu_answer(None)
+
+    @app.get("/api/v1/nodes/<node>/gpus")
+    def node_gpus(node: str) -> Response:
+        return gpu_answer(node)
 
     @app.get("/api/v1/status")
     def status() -> Response:

@@ -72,6 +72,7 @@ class Poller:
         self._retry_at = 0.0
         self._unsaved: list[Frame] = []  # warm-start frames, stored with the next poll
         self.pods: Any = None  # watcher.podpoller.PodPoller, polled after the node frame
+        self.gpus: Any = None  # watcher.gpus.GpuPoller, polled after the pods
         self._logged: set[str] = set()
         self._tick_lock = threading.Lock()
         # Taking the lock and handing it back on stop exclude each other: a poll in flight
@@ -257,6 +258,8 @@ class Poller:
         self._unsaved = []
         if self.pods is not None:
             self.pods.poll()
+        if self.gpus is not None:
+            self.gpus.poll()
 
     def counters(self) -> dict[str, Any]:
         return {

@@ -55,7 +55,48 @@ def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
     provider = providers.create(config, api)
     poller = Poller(config, provider, store, NodeNamer(kube), holder)
     poller.pods = make_pod_poller(config, provider, store, api)
+    poller.gpus = make_gpu_poller(config, provider, store, poller.namer)
     return poller
+
+
+def make_gpu_poller(config: Config, provider: Any, store: stores.Store, namer: Any) -> Any:
+    """GPU windows from dcgm-exporter's series (watcher/gpus.py), or None when turned off or
+    when the metrics come from metrics-server (which has no GPU figures)."""
+    if not config.gpu_metrics or config.provider != "prometheus":
+        return None
+    from watcher.gpus import GpuPoller, PrometheusGpus
+
+    source = PrometheusGpus(provider, config.gpu_queries(), config.gpu_node_label, namer)
+    return GpuPoller(
+        source,
+        store,
+        config.window,
+        config.expiry_seconds,
+        config.tolerance,
+        config.horizon_bounds,
+    )
+
+
+def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any) -> Any:
+    """Pod usage and workload profiles (watcher/podpoller.py), or None when turned off."""
+    if not config.pod_usage:
+        return None
+    from watcher.owners import PodOwners
+    from watcher.podpoller import PodPoller
+    from watcher.podusage import MetricsServerPods, PrometheusPods
+
+    if config.provider == "prometheus":
+        source: Any = PrometheusPods(provider, config.pod_queries())
+    else:
+        source = MetricsServerPods(provider)
+    owners = None
+    if api is not None:
+        owners = PodOwners(
+            api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
+        )
+    return PodPoller(
+        source, owners, store, config.profile_window, config.poll_interval, config.max_profiles
+    )
 
 
 def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any) -> Any:
