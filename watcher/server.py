@@ -99,28 +99,6 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
     )
 
 
-def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any) -> Any:
-    """Pod usage and workload profiles (watcher/podpoller.py), or None when turned off."""
-    if not config.pod_usage:
-        return None
-    from watcher.owners import PodOwners
-    from watcher.podpoller import PodPoller
-    from watcher.podusage import MetricsServerPods, PrometheusPods
-
-    if config.provider == "prometheus":
-        source: Any = PrometheusPods(provider, config.pod_queries())
-    else:
-        source = MetricsServerPods(provider)
-    owners = None
-    if api is not None:
-        owners = PodOwners(
-            api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
-        )
-    return PodPoller(
-        source, owners, store, config.profile_window, config.poll_interval, config.max_profiles
-    )
-
-
 class ApiWorker(ThreadWorker):
     """gunicorn's gthread worker, but SIGINT and SIGQUIT stop it as SIGTERM does (the master
     still kills it after the grace). gunicorn's own quit raises SystemExit wherever the worker
