@@ -123,6 +123,12 @@ class Config:
     pod_memory_query: str = defaults.POD_MEMORY_QUERY
     profile_window: float = defaults.PROFILE_WINDOW
     max_profiles: int = defaults.MAX_PROFILES
+    # GPUs from dcgm-exporter (watcher/gpus.py); Prometheus provider only.
+    gpu_metrics: bool = defaults.GPU_METRICS
+    gpu_node_label: str = defaults.GPU_NODE_LABEL
+    gpu_util_query: str = defaults.GPU_UTIL_QUERY
+    gpu_fb_used_query: str = defaults.GPU_FB_USED_QUERY
+    gpu_fb_free_query: str = defaults.GPU_FB_FREE_QUERY
 
     # -- derived values -----------------------------------------------------------------------
     @property
@@ -172,6 +178,17 @@ class Config:
             "memory": self.pod_memory_query.replace("$range", self.rate_range),
         }
 
+    def gpu_queries(self) -> dict[str, str]:
+        """dcgm-exporter's queries by GPU metric key, `$label` as gpu_node_label."""
+        return {
+            key: query.replace("$label", self.gpu_node_label)
+            for key, query in (
+                ("util", self.gpu_util_query),
+                ("fbUsed", self.gpu_fb_used_query),
+                ("fbFree", self.gpu_fb_free_query),
+            )
+        }
+
     def _expand(self, query: str) -> str:
         return query.replace("$label", self.node_label).replace("$range", self.rate_range)
 
@@ -209,6 +226,8 @@ class Config:
         for path in self.api_open_paths:
             if not path.startswith(("/watcher", "/api/")):
                 problems.append(f"api_open_paths: {path!r} is not a /watcher or /api/ path")
+        if self.gpu_metrics and not self.gpu_node_label.strip():
+            problems.append("gpu_node_label must name the label that carries the node")
         if self.workers < 1 or self.threads < 1:
             problems.append("workers and threads must be >= 1")
         try:

@@ -41,3 +41,11 @@ POD_MEMORY_QUERY = (
 )
 PROFILE_WINDOW = 3600.0  # seconds of per-replica samples a workload profile spans
 MAX_PROFILES = 100_000  # workload revisions kept (the least recently seen go first)
+
+# GPUs from NVIDIA's dcgm-exporter (watcher/gpus.py, docs/gpu.md): its metric names, one series
+# per GPU whatever pods share it. `$label` is gpu_node_label, the label naming the node.
+GPU_METRICS = True
+GPU_NODE_LABEL = "Hostname"
+GPU_UTIL_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL)"
+GPU_FB_USED_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_USED)"
+GPU_FB_FREE_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_FREE)"

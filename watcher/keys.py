@@ -40,3 +40,8 @@ class Keys:
     def workload_rings(self) -> str:
         """Hash `namespace/Kind/name|revision` -> that profile's samples (watcher/profiles.py)."""
         return f"{self.prefix}workloads:rings"
+
+    @property
+    def gpus(self) -> str:
+        """Per-GPU window statistics and the GPU poll's status, as JSON (watcher/gpus.py)."""
+        return f"{self.prefix}gpus"

@@ -174,6 +174,57 @@ WORKLOADS_DOC = {
         "workloads": {"type": "object", "additionalProperties": WORKLOAD_DOC},
     },
 }
+GPU_STATS = {
+    "type": "object",
+    "properties": {f: NUMBER for f in ("avg", "std", "min", "max", "p95", "latest")},
+}
+GPU_DOC = {
+    "type": "object",
+    "description": "one GPU's window (watcher/gpus.py): utilisation and memory in percent, "
+    "framebuffer used, free and total in MiB as dcgm-exporter reports them",
+    "required": ["uuid", "model", "count", "last", "horizon", "state", "age"],
+    "properties": {
+        "uuid": {"type": "string"},
+        "model": {"type": "string"},
+        "util": GPU_STATS,
+        "memory": GPU_STATS,
+        "fbUsed": GPU_STATS,
+        "fbFree": GPU_STATS,
+        "fbTotal": NUMBER,
+        "count": {"type": "integer"},
+        "last": NUMBER,
+        "horizon": NUMBER,
+        "state": STATE,
+        "age": NUMBER,
+        "expiry": NUMBER,
+    },
+}
+GPU_NODE_DOC = {
+    "type": "object",
+    "required": ["state", "age", "gpus"],
+    "properties": {
+        "state": STATE,
+        "age": NUMBER,
+        "gpus": {"type": "object", "description": "by GPU index", "additionalProperties": GPU_DOC},
+    },
+}
+GPUS_DOC = {
+    "type": "object",
+    "required": ["built", "window", "expiry", "lastPoll", "timestamp", "nodes"],
+    "properties": {
+        "built": NUMBER,
+        "window": NUMBER,
+        "expiry": NUMBER,
+        "timestamp": NUMBER,
+        "lastPoll": LAST_POLL,
+        "counters": {"type": "object"},
+        "nodes": {
+            "type": "object",
+            "description": "GPU nodes only: a node without GPUs has no entry",
+            "additionalProperties": GPU_NODE_DOC,
+        },
+    },
+}
 STATUS_DOC = {
     "type": "object",
     "required": ["source", "store", "poller", "provider", "snapshot"],
@@ -419,6 +470,27 @@ def document(
                     ),
                 ],  # fmt: skip
                 guard("/api/v1/nodes/x/samples"),
+            ),
+            "/api/v1/gpus": _get(
+                "Every GPU node's GPUs (dcgm-exporter's series): window statistics and staleness",
+                {
+                    "200": _json("GPUs", GPUS_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("GPU metrics off or not polled yet"),
+                    "503": _error("store unavailable"),
+                },
+                guarded=guard("/api/v1/gpus"),
+            ),
+            "/api/v1/nodes/{node}/gpus": _get(
+                "One node's GPUs",
+                {
+                    "200": _json("GPUs", GPUS_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("no GPU data for that node"),
+                    "503": _error("store unavailable"),
+                },
+                [node],
+                guard("/api/v1/nodes/x/gpus"),
             ),
             "/api/v1/workloads": _get(
                 "Workload profiles: per-replica CPU and memory by workload revision",

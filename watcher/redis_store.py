@@ -191,6 +191,13 @@ class RedisStore:
     def workloads_doc(self) -> bytes | None:
         return self._do("workloads", lambda: self.client.get(self.keys.workloads))
 
+    def save_gpus(self, doc: bytes, keep: float) -> None:
+        keep_ms = max(1, int(keep * 1000))
+        self._do("save gpus", lambda: self.client.set(self.keys.gpus, doc, px=keep_ms))
+
+    def gpus_doc(self) -> bytes | None:
+        return self._do("gpus", lambda: self.client.get(self.keys.gpus))
+
     def lead(self, holder: str, ttl: float) -> bool:
         ms = max(1, int(ttl * 1000))
         return bool(self._do("lock", lambda: self._lead(keys=[self.keys.lock], args=[holder, ms])))

@@ -40,6 +40,12 @@ class Store(Protocol):
 
     def workloads_doc(self) -> bytes | None: ...
 
+    def save_gpus(self, doc: bytes, keep: float) -> None:
+        """Persist the GPU windows' document (watcher/gpus.py); it expires after `keep`
+        seconds without a write."""
+
+    def gpus_doc(self) -> bytes | None: ...
+
     def lead(self, holder: str, ttl: float) -> bool:
         """Take or renew the poller lock for `holder`; True while `holder` holds it."""
 
@@ -62,6 +68,7 @@ class MemoryStore:
         self._version: str | None = None
         self._workloads: bytes | None = None
         self._rings: dict[str, bytes] = {}
+        self._gpus: bytes | None = None
         self._lock = threading.Lock()
 
     def ping(self) -> None:
@@ -97,6 +104,12 @@ class MemoryStore:
 
     def workloads_doc(self) -> bytes | None:
         return self._workloads
+
+    def save_gpus(self, doc: bytes, keep: float) -> None:
+        self._gpus = doc
+
+    def gpus_doc(self) -> bytes | None:
+        return self._gpus
 
     def lead(self, holder: str, ttl: float) -> bool:
         return True

@@ -1,0 +1,135 @@
+"""GPU windows from dcgm-exporter's series (watcher/gpus.py): parsing, the window and its
+statistics, the staleness added at request time; a scripted source (our own interface)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from watcher.errors import ProviderError
+from watcher.gpus import FB_FREE, FB_USED, UTIL, GpuFetch, GpuPoller, parse, with_state
+from watcher.nodenames import Directory, NodeNamer
+from watcher.store import MemoryStore
+
+NAMER = NodeNamer(directory=Directory(names=frozenset({"gpu-0", "gpu-1"})))
+
+
+def item(node: str | None, gpu: str | None, value: object, **extra: str) -> dict:
+    labels = {"UUID": f"GPU-{node}-{gpu}", "modelName": "NVIDIA A100", **extra}
+    if node is not None:
+        labels["Hostname"] = node
+    if gpu is not None:
+        labels["gpu"] = gpu
+    return {"metric": labels, "value": [0, value]}
+
+
+def test_parse_rejects_bad_samples_by_reason_and_keeps_the_rest():
+    items = [
+        item("gpu-0", "0", "42"),
+        item("gpu-0", "1", "NaN"),
+        item("gpu-0", "2", "120"),  # utilisation over 100 %
+        item("gpu-0", "3", "-1"),
+        item(None, "0", "5"),
+        item("gpu-1", None, "5"),
+        item("elsewhere", "0", "5"),
+        item("gpu-1", "0", "7"),
+        item("gpu-1", "0", "8"),  # the same GPU twice: neither is kept
+        {"metric": None, "value": []},
+    ]
+    values, info, rejected = parse(items, "Hostname", NAMER, percent=True)
+    assert values == {("gpu-0", "0"): 42.0}
+    assert info == {("gpu-0", "0"): ("GPU-gpu-0-0", "NVIDIA A100")}
+    assert rejected == {
+        "nan": 1,
+        "over_100": 1,
+        "negative": 1,
+        "no_node_label": 1,
+        "no_gpu_label": 1,
+        "unknown_node": 1,
+        "duplicate": 2,
+        "malformed": 1,
+    }
+    # Framebuffer figures are MiB: over 100 is fine there.
+    values, _, rejected = parse([item("gpu-0", "2", "40960")], "Hostname", NAMER, percent=False)
+    assert values == {("gpu-0", "2"): 40960.0} and not rejected
+
+
+class Scripted:
+    def __init__(self, answers: list[GpuFetch]) -> None:
+        self.answers = answers
+
+    def fetch(self) -> GpuFetch:
+        return self.answers.pop(0)
+
+
+def fetch(t: float, util: float, used: float, free: float, node: str = "gpu-0") -> GpuFetch:
+    key = (node, "0")
+    return GpuFetch(
+        t,
+        {UTIL: {key: util}, FB_USED: {key: used}, FB_FREE: {key: free}},
+        {key: ("GPU-abc", "NVIDIA A100")},
+    )
+
+
+def test_window_per_gpu_with_statistics_and_state():
+    store = MemoryStore(60.0)
+    t0 = 1_000_000.0
+    answers = [fetch(t0 + i, 20.0 + 10 * i, 1024.0 * (i + 1), 8192.0 - 1024 * i) for i in range(3)]
+    # A partial answer: utilisation came, the memory queries failed; what came still counts.
+    partial = GpuFetch(t0 + 3, {UTIL: {("gpu-0", "0"): 60.0}}, error=ProviderError("timeout", "x"))
+    poller = GpuPoller(Scripted([*answers, partial]), store, 60.0, 60.0, 5.0, (2.0, 60.0))
+    for _ in range(4):
+        poller.poll()
+    doc = json.loads(store.gpus_doc())
+    gpu = doc["nodes"]["gpu-0"]["0"]
+    assert gpu["uuid"] == "GPU-abc" and gpu["model"] == "NVIDIA A100"
+    assert gpu["util"]["latest"] == 60.0 and gpu["util"]["max"] == 60.0
+    assert gpu["util"]["avg"] == pytest.approx(37.5)  # 20, 30, 40, 60
+    assert gpu["fbUsed"]["latest"] == 3072.0 and gpu["fbFree"]["latest"] == 6144.0
+    assert gpu["fbTotal"] == 9216.0
+    assert gpu["memory"]["latest"] == pytest.approx(100 * 3072 / 9216, abs=1e-3)
+    assert gpu["count"] == 4 and gpu["last"] == t0 + 3
+    assert doc["lastPoll"]["ok"] is False and doc["counters"]["pollErrors"] == {"timeout": 1}
+    # Utilisation moves 10 points a second: fresh for 5 / 10 s, clamped to the 2 s floor.
+    assert gpu["horizon"] == 2.0
+    fresh = with_state(doc, t0 + 4, "gpu-0")["nodes"]["gpu-0"]
+    stale = with_state(doc, t0 + 10, "gpu-0")["nodes"]["gpu-0"]
+    gone = with_state(doc, t0 + 64, None)["nodes"]["gpu-0"]
+    assert (fresh["state"], stale["state"], gone["state"]) == ("fresh", "stale", "expired")
+    assert stale["gpus"]["0"]["age"] == 7.0
+    assert with_state(doc, t0, "elsewhere")["nodes"] == {}
+
+
+def test_a_cluster_without_gpus_has_no_entries():
+    store = MemoryStore(60.0)
+    poller = GpuPoller(Scripted([GpuFetch(1.0)]), store, 60.0, 60.0, 5.0, (2.0, 60.0))
+    poller.poll()
+    doc = json.loads(store.gpus_doc())
+    assert doc["nodes"] == {} and doc["lastPoll"]["ok"] is True
+
+
+class OneQuery:
+    """The provider's vector() as PrometheusGpus uses it; records what was asked."""
+
+    def __init__(self, answers: dict[str, list]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def vector(self, query: str, at: float, what: str = "query") -> list:
+        self.asked.append(query)
+        return self.answers.get(query, [])
+
+
+def test_no_gpu_series_means_one_query_per_poll():
+    from watcher.config import Config
+    from watcher.gpus import PrometheusGpus
+
+    queries = Config().gpu_queries()
+    provider = OneQuery({})
+    result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
+    assert provider.asked == [queries[UTIL]] and not result.values
+    assert "Hostname" in queries[UTIL] and "DCGM_FI_DEV_GPU_UTIL" in queries[UTIL]
+    provider = OneQuery({queries[UTIL]: [item("gpu-0", "0", "3")]})
+    result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
+    assert len(provider.asked) == 3 and result.values[UTIL] == {("gpu-0", "0"): 3.0}
