@@ -348,6 +348,8 @@ class Recorder:
         self.evictions: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
         self.unavailable: dict[str, dict[str, int]] = {c: {} for c in contenders}
         self.pods: dict[str, dict[str, tuple[str, str]]] = {c: {} for c in contenders}
+        # workload -> replicas it should have (the trace scenario has its own workloads)
+        self.replicas = {workload_name(w): REPLICAS for w in range(WORKLOADS)}
         self.drift_on = False
         self.measuring = False
         self._stop = threading.Event()
@@ -372,14 +374,17 @@ class Recorder:
         base = self.plan.factors[w]
         return base * DRIFT_FACTOR if self.drift_on and w in self.plan.drifting else base
 
+    def _set_factors(self, uses: list) -> None:
+        factors = self.sim.config.pod_factors
+        for use in uses:
+            factors[use.key] = self._factor(workload_of(use.key.split("/", 1)[1]))
+
     def _tick(self) -> None:
         now = time.time()
         with self.sim._lock:  # the simulator's own state: the loads it is serving now
             nodes = dict(self.sim._nodes)
             uses = list(self.sim._pods.values())
-        factors = self.sim.config.pod_factors
-        for use in uses:
-            factors[use.key] = self._factor(workload_of(use.key.split("/", 1)[1]))
+        self._set_factors(uses)
         loads = node_loads(nodes, uses, now, self.sim.config, clamp=False)
         for c in self.contenders:
             cpus = [loads.get(node_name(c, i), (0.0, 0.0))[0] for i in range(NODES)]
@@ -401,15 +406,15 @@ class Recorder:
             for uid, (name, node) in known.items():
                 if uid not in seen:
                     ev = {"time": now, "workload": workload_of(name), "from": node, "uid": uid}
+                    ev["pod"] = name
                     ev.update(replacement_node="", replacement_index=-1, bound_at=0.0)
                     self.evictions[c].append(ev)
             for uid, (name, node) in seen.items():
                 if node and known.get(uid, ("", ""))[1] != node:
                     self._replacement(c, workload_of(name), node, now)
-            for w in range(WORKLOADS):
-                short = REPLICAS - ready.get(workload_name(w), 0)
-                slot = self.unavailable[c]
-                slot[workload_name(w)] = max(slot.get(workload_name(w), 0), short)
+            slot = self.unavailable[c]
+            for w, want in self.replicas.items():
+                slot[w] = max(slot.get(w, 0), want - ready.get(w, 0))
         self.pods[c] = seen
 
     def _replacement(self, c: str, workload: str, node: str, now: float) -> None:
@@ -425,7 +430,7 @@ class Recorder:
         for name, node in self.pods[c].values():
             if node:
                 per[workload_of(name)] = per.get(workload_of(name), 0) + 1
-        return sum(max(0, REPLICAS - per.get(workload_name(w), 0)) for w in range(WORKLOADS))
+        return sum(max(0, want - per.get(w, 0)) for w, want in self.replicas.items())
 
 
 def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> dict[str, Any]:
