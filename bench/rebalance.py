@@ -487,19 +487,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
               f"{total} pods bound")  # fmt: skip
         time.sleep(SETTLE_SECONDS)
         say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
-        for c in contenders:
-            if c in REBALANCERS:
-                _start_rebalancer(plane, watcher_url, work, c)
-        if "descheduler" in contenders:
-            doc = descheduler.policy(
-                CPU_QUERY,
-                LOW,
-                HIGH,
-                prom,
-                exclude_namespaces=[namespace(c) for c in contenders if c != "descheduler"],
-                node_selector=f"{POOL_LABEL}=descheduler",
-            )
-            descheduler.start_descheduler(plane, prom, doc, INTERVAL)
+        start_rebalancers(plane, prom, watcher_url, work, contenders)
         recorder.measuring = True
         time.sleep(BEFORE_CHANGE)
         change = time.time()
@@ -549,6 +537,25 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
             shutil.rmtree(work, ignore_errors=True)
         else:
             say(f"  logs kept in {work}")
+
+
+def start_rebalancers(
+    plane: ControlPlane, prom: str, watcher_url: str, work: Path, contenders: list[str]
+) -> None:
+    """Each pool's rebalancer: Ballast's variants and the descheduler, on their own pools."""
+    for c in contenders:
+        if c in REBALANCERS:
+            _start_rebalancer(plane, watcher_url, work, c)
+    if "descheduler" in contenders:
+        doc = descheduler.policy(
+            CPU_QUERY,
+            LOW,
+            HIGH,
+            prom,
+            exclude_namespaces=[namespace(c) for c in contenders if c != "descheduler"],
+            node_selector=f"{POOL_LABEL}=descheduler",
+        )
+        descheduler.start_descheduler(plane, prom, doc, INTERVAL)
 
 
 def _process(contender: str) -> str:
