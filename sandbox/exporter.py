@@ -14,6 +14,7 @@ import argparse
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -72,6 +73,8 @@ class SyntheticExporter:
         self._lock = threading.Lock()
         self._paused = False
         self.scrapes = 0
+        # More series served with these (sandbox/dcgm.py's GPUs): now -> exposition lines
+        self.renderers: list[Callable[[float], list[str]]] = []
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -222,6 +225,8 @@ class SyntheticExporter:
             mem_avail.append(f"node_memory_MemAvailable_bytes{{{inst}}} {total * (1 - memory):.0f}")
             rx_lines.append(f'node_network_receive_bytes_total{{device="eth0",{inst}}} {rx:.0f}')
         parts = cpu_lines + mem_total + mem_avail + rx_lines + self._render_pods(now)
+        for extra in self.renderers:
+            parts += extra(now)
         return ("\n".join(parts) + "\n").encode()
 
     def _render_pods(self, now: float) -> list[str]:

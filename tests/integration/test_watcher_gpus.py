@@ -1,0 +1,66 @@
+"""GPU windows end to end: the simulated dcgm-exporter's series (the real exporter's names and
+labels, a shared GPU's series repeated per pod), scraped by a real Prometheus, polled by the
+watcher into a real Redis, served at /api/v1/gpus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox.dcgm import DcgmSeries, gpu_uuid
+from tests.fixtures.ports import wait_for
+
+
+@pytest.fixture
+def dcgm(exporter) -> Iterator[DcgmSeries]:
+    """GPU series on the session's exporter for this test's nodes, taken off afterwards."""
+    series = DcgmSeries()
+    exporter.renderers.append(series.render)
+    try:
+        yield series
+    finally:
+        exporter.renderers.remove(series.render)
+
+
+def test_gpu_windows_from_dcgm_series(exporter, prometheus, dcgm, redis_server, make_watcher):
+    exporter.set("plain-node", cpu=10, memory=10)  # a node without GPUs
+    dcgm.add_node("gpu-a", 2, fb_mib=40960)
+    dcgm.add_node("gpu-b", 1, model="Tesla T4", fb_mib=15360)
+    shared = [("ml", "infer-1", "main"), ("ml", "infer-2", "main")]  # time-sliced: two pods
+    dcgm.set("gpu-a", 0, util=70, fb_used=30000, pods=shared)
+    dcgm.set("gpu-a", 1, util=5, fb_used=1000)
+    dcgm.set("gpu-b", 0, util=40, fb_used=15000)
+    prometheus.wait_for_series('DCGM_FI_DEV_GPU_UTIL{pod="infer-2"}', 1)
+    watcher = make_watcher(prometheus.url, redis_server.url, warm_start=False)
+
+    def gpus(min_count: int) -> dict | None:
+        resp = watcher.get("/api/v1/gpus")
+        if resp.status_code != 200:
+            return None
+        doc = resp.json()
+        a = doc["nodes"].get("gpu-a", {}).get("gpus", {})
+        return doc if len(a) == 2 and min(g["count"] for g in a.values()) >= min_count else None
+
+    doc = wait_for(lambda: gpus(2), timeout=40, what="two polls of gpu-a's GPUs")
+    assert "plain-node" not in doc["nodes"]
+    a0 = doc["nodes"]["gpu-a"]["gpus"]["0"]
+    assert a0["uuid"] == gpu_uuid("gpu-a", 0) and a0["model"].startswith("NVIDIA A100")
+    assert a0["util"]["latest"] == 70.0  # one GPU, though its series comes once per pod
+    assert a0["fbUsed"]["latest"] == 30000.0 and a0["fbFree"]["latest"] == 10960.0
+    assert a0["fbTotal"] == 40960.0 and a0["state"] == "fresh"
+    assert doc["lastPoll"]["ok"] is True and not doc["counters"]["rejected"]
+    one = watcher.get("/api/v1/nodes/gpu-b/gpus").json()
+    assert list(one["nodes"]) == ["gpu-b"]
+    assert one["nodes"]["gpu-b"]["gpus"]["0"]["fbFree"]["latest"] == 360.0
+    assert watcher.get("/api/v1/nodes/plain-node/gpus").status_code == 404
+
+    # The window follows the GPU: the new figure is the latest, the old one still in the max.
+    dcgm.set("gpu-a", 0, util=20, fb_used=2000)
+
+    def moved() -> dict | None:
+        gpu = watcher.get("/api/v1/nodes/gpu-a/gpus").json()["nodes"]["gpu-a"]["gpus"]["0"]
+        return gpu if gpu["util"]["latest"] == 20.0 else None
+
+    gpu = wait_for(moved, timeout=30, what="gpu-a/0's new utilisation")
+    assert gpu["util"]["max"] == 70.0 and gpu["fbFree"]["latest"] == 38960.0
