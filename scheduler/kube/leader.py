@@ -8,7 +8,13 @@ every `retry_period`; if it cannot renew within `renew_deadline` it stops leadin
 `renew_deadline` < `lease_duration` leaves a gap in which nobody leads, never two.
 
 `is_leader()` also checks the time of the last successful renewal, so a stuck elector thread
-cannot leave a stale "yes" behind.
+cannot leave a stale "yes" behind, and the holder last read, so a Lease seen in another's hands
+ends the leadership at once (client-go's IsLeader reads the observed record too). A renewal's
+time is taken when its attempt starts: the write lands after that, so no other candidate can
+count the Lease free before that time plus `lease_duration`.
+
+`confirm(margin)` renews on the spot, for a caller about to make a write only the leader may
+make (the rebalancer's evictions): it says how long, at least, the Lease is still ours.
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ class LeaderElector:
         self._thread = threading.Thread(target=self._run, name="leader-elector", daemon=True)
         self._life = Lifecycle("leader-elector")
         self._released = False
+        # One attempt at a time: the loop's renewals and confirm()'s, on the same Lease version.
+        self._attempt = threading.Lock()
 
     def start(self) -> None:
         self._life.start(self._thread.start)
@@ -88,25 +96,47 @@ class LeaderElector:
         return observed[0] if observed else ""
 
     def is_leader(self) -> bool:
-        renewed = self._renewed_at
+        renewed, observed = self._renewed_at, self._observed
+        if observed is not None and observed[0] != self.identity:
+            return False
         return renewed is not None and time.monotonic() - renewed < self.renew_deadline
+
+    def confirm(self, margin: float) -> float:
+        """Renew the Lease now; the seconds left before the renew deadline once `margin` is
+        kept back, or 0.0 when not leading, not renewed, or with less than `margin` left. A
+        Lease found in another's hands ends the leadership here (on_lost is called)."""
+        if self._stop.is_set():
+            return 0.0
+        with self._attempt:
+            if not self.is_leader():
+                return 0.0
+            started = time.monotonic()
+            if not self._attempt_once(started):
+                return 0.0
+            return max(0.0, self.renew_deadline - (time.monotonic() - started) - margin)
+
+    def _attempt_once(self, started: float) -> bool:
+        """One acquire-or-renew (the caller holds the attempt lock); True when it succeeded."""
+        was_leader = self.is_leader()
+        try:
+            ok = self._try_acquire_or_renew()
+        except Exception as exc:  # noqa: BLE001 - API down: keep trying, lose on deadline
+            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            ok = False
+        if ok:
+            self._renewed_at = started
+            if not was_leader:
+                self.transitions += 1
+                log.info("%s is now the leader (lease %s)", self.identity, self.name)
+                self.became_leader.set()
+        elif self._renewed_at is not None and not self.is_leader():
+            self._lost()
+        return ok
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            was_leader = self.is_leader()
-            try:
-                ok = self._try_acquire_or_renew()
-            except Exception as exc:  # noqa: BLE001 - API down: keep trying, lose on deadline
-                log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
-                ok = False
-            if ok:
-                self._renewed_at = time.monotonic()
-                if not was_leader:
-                    self.transitions += 1
-                    log.info("%s is now the leader (lease %s)", self.identity, self.name)
-                    self.became_leader.set()
-            elif self._renewed_at is not None and not self.is_leader():
-                self._lost()
+            with self._attempt:
+                self._attempt_once(time.monotonic())
             self._stop.wait(self.retry_period)
 
     def _lost(self) -> None:

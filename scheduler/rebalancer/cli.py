@@ -81,8 +81,17 @@ def run(args: argparse.Namespace) -> int:
     )
     rebalancer = Rebalancer(cfg, api, profiles, options)
     threading.Thread(target=rebalancer.start, name="start", daemon=True).start()
-    latch.event.wait()
-    logging.getLogger(__name__).info("stopping (signal %s)", latch.received)
+    lost = False
+    while not latch.event.wait(0.5):
+        if rebalancer.wait(0):
+            lost = True
+            break
+    log = logging.getLogger(__name__)
+    log.info("stopping (%s)", "lease lost" if lost else f"signal {latch.received}")
     rebalancer.stop()
     ignore_stop_signals()
+    if lost:
+        # As the scheduler: exit, so that the restart comes back as a standby with fresh state.
+        log.error("leader lease lost; exiting so a restart starts clean")
+        return 1
     return 0

@@ -1,9 +1,11 @@
 """The rebalancer's writes: policy/v1 Evictions, and Events on the evicted pod and the hot node.
 
-An Eviction (`pods/eviction` create) lets the API server enforce PodDisruptionBudgets: 429
-means a budget is at its limit, and the pod stays. The eviction carries the pod's uid as a
-precondition, so a pod recreated under the same name (a StatefulSet's) is never hit by an
-eviction meant for its predecessor.
+An Eviction (`pods/eviction` create) lets the API server enforce PodDisruptionBudgets: a 429
+whose Status names a `DisruptionBudget` cause means a budget is at its limit (or not yet
+processed), and the pod stays (`pdb`); any other 429 is the API server's own throttling
+(`throttled`, with its retryAfterSeconds), worth another try after a pause. The
+eviction carries the pod's uid as a precondition, so a pod recreated under the same name (a
+StatefulSet's) is never hit by an eviction meant for its predecessor.
 
 Each eviction is told twice: a `Rebalanced` Event on the pod and a `RebalancerEvicted` Event on
 the node (in the default namespace, where node events live), both with the numbers. The node's
@@ -34,13 +36,34 @@ NODE_EVENTS_NAMESPACE = "default"
 COOLDOWN_ANNOTATION = "ballast.dev/rebalancer-cooldown-until"
 REQUEST_TIMEOUT = (5.0, 10.0)
 
-EVICTED, PDB, GONE, FAILED = "evicted", "pdb", "gone", "failed"
+EVICTED, PDB, THROTTLED, GONE, FAILED = "evicted", "pdb", "throttled", "gone", "failed"
+DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"  # policy/v1's DisruptionBudgetCause
 
 
 @dataclass(frozen=True)
 class Outcome:
-    result: str  # EVICTED, PDB, GONE or FAILED
+    result: str  # EVICTED, PDB, THROTTLED, GONE or FAILED
     detail: str = ""
+    retry_after: float = 0.0  # THROTTLED: the server's retryAfterSeconds, 0 when it named none
+
+
+def refusal(body: bytes) -> Outcome:
+    """A 429's meaning, from its Status: a disruption budget's refusal or throttling."""
+    try:
+        status = json.loads(body)
+        details = status.get("details") or {}
+        causes = details.get("causes") or []
+        message = str(status.get("message") or "")
+    except (ValueError, AttributeError):
+        return Outcome(THROTTLED, f"HTTP 429: {body[:200]!r}")
+    budget = [c for c in causes if isinstance(c, dict) and c.get("type") == DISRUPTION_BUDGET_CAUSE]
+    if budget:
+        return Outcome(PDB, "; ".join(str(c.get("message") or message) for c in budget))
+    try:
+        retry_after = float(details.get("retryAfterSeconds") or 0)
+    except (TypeError, ValueError):
+        retry_after = 0.0
+    return Outcome(THROTTLED, message or "HTTP 429", max(0.0, retry_after))
 
 
 def eviction_body(pod: PodInfo) -> dict:
@@ -79,16 +102,19 @@ class Writer:
         self.api = api
         self.instance = instance
 
-    def evict(self, pod: PodInfo) -> Outcome:
+    def evict(self, pod: PodInfo, within: float = sum(REQUEST_TIMEOUT)) -> Outcome:
+        """One Eviction call, given up after `within` seconds in all (the leader's time left)."""
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
+        connect = min(REQUEST_TIMEOUT[0], within / 2)
+        timeout = (connect, min(REQUEST_TIMEOUT[1], within - connect))
         try:
-            answer = kubeapi.request(self.api, "POST", path, eviction_body(pod), REQUEST_TIMEOUT)
+            answer = kubeapi.request(self.api, "POST", path, eviction_body(pod), timeout)
         except Exception as exc:  # noqa: BLE001 - transport errors: this pod stays
             return Outcome(FAILED, f"{type(exc).__name__}: {exc}")
         if answer.ok:
             return Outcome(EVICTED)
         if answer.status == 429:
-            return Outcome(PDB, answer.message())
+            return refusal(answer.body)
         if answer.status in (404, 409):  # gone, or the uid precondition failed
             return Outcome(GONE, answer.message())
         return Outcome(FAILED, f"HTTP {answer.status}: {answer.message()}")

@@ -7,6 +7,10 @@ minute, and how long a node rests after an eviction.
   ready than wanted, or a pod of ours is still on its way out) loses no other replica: so at
   most one replica is unavailable because of us, and only until its replacement is bound and
   ready. The controller's status comes from the cache, so a new leader knows it at once.
+- `budget_at_limit`: a PodDisruptionBudget over the workload's pods whose status allows no
+  disruption now, read from the cache: such a budget is not asked at all.
+- `Refusals`: a workload whose eviction a budget refused is not tried again (its budget not
+  asked again) until the refusing node's rest period is over.
 - `TokenBucket`: the eviction rate (evictionsPerMinute, burst maxPerRound).
 - `Cooldowns`: a node that lost a pod is left alone until the watcher's window holds no sample
   from before the eviction.
@@ -18,9 +22,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.framework.clusterindex import REPLICA_SETS, STATEFUL_SETS, ClusterIndex
+from scheduler.framework.clusterindex import PDBS, REPLICA_SETS, STATEFUL_SETS, ClusterIndex
+from scheduler.framework.labels import LabelSelector
 from scheduler.rebalancer.settings import RebalancerSettings
-from scheduler.rebalancer.victims import Workload
+from scheduler.rebalancer.victims import Workload, controller_object
 
 PER_NODE, PER_NAMESPACE, PER_ROUND = "node-limit", "namespace-limit", "round-limit"
 PER_WORKLOAD = "workload-limit"
@@ -75,8 +80,9 @@ class InFlight:
         self._clock = clock
         self._by_workload: dict[str, tuple[str, float]] = {}  # key -> (pod uid, when)
 
-    def add(self, workload: Workload, uid: str) -> None:
-        self._by_workload[workload.key] = (uid, self._clock())
+    def add(self, workload: Workload, uid: str, hold: float = IN_FLIGHT_MAX_S) -> None:
+        """`hold`: at most this long (a dry run's pod never leaves: it holds for the rest)."""
+        self._by_workload[workload.key] = (uid, self._clock() - IN_FLIGHT_MAX_S + hold)
 
     def busy(self, workload: Workload, index: ClusterIndex) -> bool:
         entry = self._by_workload.get(workload.key)
@@ -100,6 +106,49 @@ def workload_busy(workload: Workload, index: ClusterIndex, in_flight: InFlight) 
         return False  # a Job: only our own eviction in flight counts
     obj = index.objects.get(kind, {}).get(f"{workload.namespace}/{workload.name}")
     return obj is None or controller_short(obj)
+
+
+def budget_at_limit(workload: Workload, index: ClusterIndex) -> str:
+    """The name of a PodDisruptionBudget over the workload's pods (by its template's labels)
+    whose status allows no disruption now; "" when none. A budget whose status is older than
+    its spec is left for the API server to judge."""
+    obj = controller_object(workload, index)
+    if obj is None:
+        return ""
+    template = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    labels = template.get("labels") or {}
+    for key, pdb in index.objects.get(PDBS, {}).items():
+        meta, status = pdb.get("metadata") or {}, pdb.get("status") or {}
+        if meta.get("namespace") != workload.namespace:
+            continue
+        if status.get("observedGeneration", 0) < meta.get("generation", 0):
+            continue
+        try:
+            selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
+        except ValueError:
+            continue
+        if not selector.matches(labels):
+            continue  # policy/v1 evictions: a null selector matches nothing, an empty one all
+        if int(status.get("disruptionsAllowed") or 0) <= 0:
+            return meta.get("name") or key
+    return ""
+
+
+class Refusals:
+    """Workloads a disruption budget refused, each until a moment (Unix time)."""
+
+    def __init__(self) -> None:
+        self.until: dict[str, float] = {}
+
+    def add(self, workload: Workload, until: float) -> None:
+        self.until[workload.key] = max(self.until.get(workload.key, 0.0), until)
+
+    def active(self, workload: Workload, now: float) -> bool:
+        return self.until.get(workload.key, 0.0) > now
+
+    def prune(self, now: float) -> None:
+        for key in [k for k, t in self.until.items() if t <= now]:
+            del self.until[key]
 
 
 class TokenBucket:

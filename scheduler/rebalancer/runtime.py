@@ -5,9 +5,21 @@ round: classify -> hot streaks -> judge (the profile, on the cache's snapshot) -
        Eviction + Events;  leader elector gates the writes;  /metrics, /status, /decisions.
 
 Every replica observes (streaks need history, so a standby that takes over can act without
-waiting), only the leader evicts. A new leader first reads back which nodes are resting from the
-Events any leader wrote, and every replica reads which workloads are short a replica from their
-controllers' status in the cache: a failover evicts nothing twice.
+waiting), only the leader evicts: the Lease is renewed right before each Eviction call and the
+call must end before the renew deadline, with a margin of one retry period; a Lease seen in
+another's hands ends the round at once and the process exits (as the scheduler does), so its
+restart comes back as a standby with fresh state.
+
+A refused eviction never blocks a node: a workload whose budget is at its limit (its status in
+the cache says so) is passed over, and one whose budget refused with 429 is not tried again (its
+budget not asked again) for the node's rest period; the round re-plans the node without it and
+goes on to its next candidate, within the round's limits. A dry run (or the kill switch) holds
+the write only: the node rests, its streak resets, the rate and the round's limits are spent as
+a live eviction would spend them, so it reports the moves a live run would make.
+
+A new leader first reads back which nodes are resting from the Events any leader wrote, and
+every replica reads which workloads are short a replica from their controllers' status in the
+cache: a failover evicts nothing twice.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits
 from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, HotStreaks, classify
-from scheduler.rebalancer.judge import Judge, Move
+from scheduler.rebalancer.judge import Judge, Move, Plan
 from scheduler.rebalancer.settings import RebalancerConfig
 from scheduler.rebalancer.status import (
     EVICT,
@@ -43,7 +55,7 @@ from scheduler.rebalancer.status import (
     StatusServer,
     Telemetry,
 )
-from scheduler.rebalancer.victims import Estimator, Workload
+from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible, workload_of
 from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
@@ -52,6 +64,15 @@ DEFAULT_WINDOW_S = 300.0  # the watcher's default window, when its answer names 
 STOP_GRACE = 3.0
 DRY_RUN, KILL_SWITCH, RATE_LIMIT = "dry-run", "kill-switch", "rate-limit"
 NO_HISTORY = "leader-history-unreadable"
+NOT_LEADING = "leadership-not-confirmed"
+# A 429 that is the API server throttling: tried again after its retryAfterSeconds (else this
+# backoff, doubling), each attempt behind a fresh leadership confirmation.
+THROTTLE_ATTEMPTS = 3
+THROTTLE_BACKOFF_S = 0.5
+THROTTLE_MAX_S = 5.0
+REPLANS = 10  # a node re-planned at most this often in a round (each refusal drops a workload)
+# Held or carried out: what the round's limits and the node's rest count.
+ACTED = (evictions.EVICTED, WOULD_EVICT)
 
 
 @dataclass
@@ -116,6 +137,8 @@ class Rebalancer:
         self.in_flight = limits.InFlight()
         self.bucket = limits.TokenBucket(s.evictions_per_minute, s.max_per_round)
         self.cooldowns = limits.Cooldowns()
+        self.refusals = limits.Refusals()
+        self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
         self.streaks = HotStreaks()
         self.judge = Judge(self.profile, s, self.estimator, self._busy)
         self.telemetry = Telemetry()
@@ -131,7 +154,9 @@ class Rebalancer:
                 le.lease_duration,
                 le.renew_deadline,
                 le.retry_period,
+                on_lost=self._lost_lease,
             )
+        self.lost_lease = threading.Event()
         self._restored_term: int | None = None
         self.last: dict[str, Any] = {}
         self.server: StatusServer | None = None
@@ -195,7 +220,24 @@ class Rebalancer:
             stopping.wait(self.settings.interval)
 
     def leading(self) -> bool:
-        return self.elector is None or self.elector.is_leader()
+        return not self.lost_lease.is_set() and (self.elector is None or self.elector.is_leader())
+
+    def _lost_lease(self) -> None:
+        # As the scheduler: stop at once; the CLI exits so that the restart starts clean.
+        log.error("%s lost the rebalancer's lease: no eviction from here on", self.identity)
+        self.lost_lease.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the lease to be lost; True when it was."""
+        return self.lost_lease.wait(timeout)
+
+    def _confirm(self) -> float:
+        """Seconds an eviction call may take from now, the Lease confirmed ours that long."""
+        if self.elector is None:
+            return sum(evictions.REQUEST_TIMEOUT)
+        if self.lost_lease.is_set():
+            return 0.0
+        return self.elector.confirm(margin=self.elector.retry_period)
 
     def health(self) -> tuple[bool, str]:
         if not self._loop.is_alive():
@@ -263,7 +305,21 @@ class Rebalancer:
         if not self._restore_history():
             self._skip("", "", NO_HISTORY)
             return summary
+        self.refusals.prune(now)
         confirmed = [n for n in confirmed if not self.cooldowns.active(n, now)]
+        spent = limits.RoundBudget(s)
+        logged: set[tuple[str, str, str]] = set()
+        nodes = confirmed
+        for _ in range(REPLANS):
+            plan = self._plan(view, nodes, loads, now)
+            # A node whose move a budget refused is planned again without that workload.
+            nodes = self._carry_out(plan, view, now, summary, spent, logged)
+            if not nodes or self.lost_lease.is_set():
+                break
+        return summary
+
+    def _plan(self, view: Classification, nodes: list[str], loads: Any, now: float) -> Plan:
+        self._why_busy.clear()
         with self.cache.lock:
             snap = Snapshot(
                 nodes=self.cache.nodes,
@@ -272,15 +328,72 @@ class Rebalancer:
                 recent_cpu_m=dict(self.recent.cpu_by_node(loads, now)),
                 cluster=self.cache.index,
             )
-            plan = self.judge.plan(view, confirmed, snap)
+            plan = self.judge.plan(view, nodes, snap)
+            # The judge says "workload-unavailable" for every workload busy() turned away; the
+            # skip carries busy()'s own reason (pdb, min-replicas, ...).
+            for skip in plan.skips:
+                if skip.reason != limits.WORKLOAD_UNAVAILABLE:
+                    continue
+                node = snap.nodes.get(skip.node)
+                pods = node.pods.values() if node is not None else ()
+                pod = next((p for p in pods if p.key == skip.pod), None)
+                workload = workload_of(pod) if pod is not None else None
+                if workload is not None:
+                    skip.reason = self._why_busy.get(workload.key, skip.reason)
+        return plan
+
+    def _carry_out(
+        self,
+        plan: Plan,
+        view: Classification,
+        now: float,
+        summary: dict,
+        spent: limits.RoundBudget,
+        logged: set[tuple[str, str, str]],
+    ) -> list[str]:
+        """The plan's skips logged (once a round each) and its moves made; the nodes whose
+        move a disruption budget refused."""
         for skip in plan.skips:
-            self._skip(skip.node, skip.pod, skip.reason, skip.detail)
+            if (skip.node, skip.pod, skip.reason) not in logged:
+                logged.add((skip.node, skip.pod, skip.reason))
+                self._skip(skip.node, skip.pod, skip.reason, skip.detail)
+        again: list[str] = []
         for move in plan.moves:
-            self._act(move, view, now, summary)
-        return summary
+            if self.lost_lease.is_set():
+                return []
+            refused = spent.refusal(move.source, move.pod.namespace, move.workload)
+            if refused:
+                self._skip(move.source, move.pod.key, refused)
+                continue
+            result = self._act(move, view, now, summary)
+            if result in ACTED:
+                spent.spend(move.source, move.pod.namespace, move.workload)
+            elif result == evictions.PDB:
+                again.append(move.source)
+            elif result == NOT_LEADING:
+                return []
+        return again
 
     def _busy(self, workload: Workload) -> bool:
-        return limits.workload_busy(workload, self.cache.index, self.in_flight)
+        """Whether the judge must pass the workload over, the reason kept for its skip."""
+        index = self.cache.index
+        why = ""
+        if self.refusals.active(workload, time.time()):
+            why = evictions.PDB  # refused in this rest period: its budget is not asked again
+        why = why or workload_ineligible(workload, index, self.settings)
+        if not why and limits.budget_at_limit(workload, index):
+            why = evictions.PDB
+        if not why and limits.workload_busy(workload, index, self.in_flight):
+            why = limits.WORKLOAD_UNAVAILABLE
+        if why:
+            self._why_busy[workload.key] = why
+        return bool(why)
+
+    def _rest(self, view: Classification, node: str) -> float:
+        """Seconds a node rests after losing a pod: until the watcher's window holds no sample
+        from before the eviction."""
+        s = self.settings
+        return (s.cooldown or view.window.get(node) or DEFAULT_WINDOW_S) + self.options.provider_lag
 
     def _restore_history(self) -> bool:
         """Once per leadership term: the resting nodes a previous leader left."""
@@ -297,35 +410,60 @@ class Rebalancer:
         self._restored_term = term
         return True
 
-    def _act(self, move: Move, view: Classification, now: float, summary: dict) -> None:
+    def _act(self, move: Move, view: Classification, now: float, summary: dict) -> str:
+        """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not."""
         s = self.settings
         pod, t = move.pod, self.telemetry
         held = DRY_RUN if s.dry_run else "" if self.enabled() else KILL_SWITCH
+        if not self.bucket.take():
+            self._skip(move.source, pod.key, RATE_LIMIT)
+            return RATE_LIMIT
+        rest = self._rest(view, move.source)
+        if not held:
+            outcome = self._evict(pod)
+            if outcome.result == evictions.PDB:
+                # Not asked again this rest period; the node's next candidate is tried now.
+                self.refusals.add(move.workload, now + rest)
+            if outcome.result != evictions.EVICTED:
+                self._skip(move.source, pod.key, outcome.result, outcome.detail)
+                return outcome.result
+        # From here a held move changes the state as the eviction would have.
+        self.cooldowns.start(move.source, now, rest)
+        self.streaks.reset(move.source)
+        self.in_flight.add(move.workload, pod.uid, limits.IN_FLIGHT_MAX_S if not held else rest)
+        self.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
+        note = f"{move.note()}; node rests {rest:.0f}s"
         if held:
             t.would_evict.inc()
             summary["wouldEvict"].append(pod.key)
-            self._log(WOULD_EVICT, move.source, pod.key, held, move.note(), move.target)
-            return
-        if not self.bucket.take():
-            self._skip(move.source, pod.key, RATE_LIMIT)
-            return
-        outcome = self.writer.evict(pod)
-        if outcome.result != evictions.EVICTED:
-            self._skip(move.source, pod.key, outcome.result, outcome.detail)
-            return
+            self._log(WOULD_EVICT, move.source, pod.key, held, note, move.target)
+            return WOULD_EVICT
         resource = max(move.high, key=lambda r: move.source_usage.get(r, 0.0) - move.high[r])
         t.evictions.labels(f"{resource}-hot").inc()
-        cooldown = s.cooldown or view.window.get(move.source) or DEFAULT_WINDOW_S
-        cooldown += self.options.provider_lag
-        self.cooldowns.start(move.source, now, cooldown)
-        self.streaks.reset(move.source)
-        self.in_flight.add(move.workload, pod.uid)
-        self.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
-        note = f"{move.note()}; node rests {cooldown:.0f}s"
-        self.writer.tell(pod, move.source, note, now + cooldown)
+        self.writer.tell(pod, move.source, note, now + rest)
         summary["evicted"].append(pod.key)
         self._log(EVICT, move.source, pod.key, f"{resource}-hot", note, move.target)
         log.info("evicted %s: %s", pod.key, note)
+        return evictions.EVICTED
+
+    def _evict(self, pod: PodInfo) -> evictions.Outcome:
+        """The Eviction call, each attempt behind a fresh leadership confirmation; throttling
+        (a 429 no budget gave) is tried again after a pause."""
+        delay = THROTTLE_BACKOFF_S
+        outcome = evictions.Outcome(NOT_LEADING)
+        for attempt in range(THROTTLE_ATTEMPTS):
+            within = self._confirm()
+            if within <= 0.0:
+                return evictions.Outcome(NOT_LEADING, "the Lease could not be renewed with margin")
+            outcome = self.writer.evict(pod, within)
+            if outcome.result != evictions.THROTTLED or attempt == THROTTLE_ATTEMPTS - 1:
+                break
+            pause = min(THROTTLE_MAX_S, outcome.retry_after or delay)
+            log.info("evicting %s throttled (%s); again in %.1fs", pod.key, outcome.detail, pause)
+            if self._life.stopping.wait(pause):
+                break
+            delay = min(THROTTLE_MAX_S, delay * 2)
+        return outcome
 
     def _skip(self, node: str, pod: str, reason: str, detail: str = "") -> None:
         self.telemetry.skipped.labels(reason).inc()

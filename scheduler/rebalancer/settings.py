@@ -7,6 +7,7 @@ leaderElection: {leaderElect: true, resourceNamespace: kube-system}
 profiles: [{schedulerName: ballast}]
 rebalancer:
   profile: ballast            # the profile whose filters and scores judge a move (default: first)
+  schedulers: [ballast]       # only pods with one of these schedulerNames move (default: profile)
   interval: 10s               # one round every interval
   dryRun: false               # decide and report, evict nothing
   enabled: true               # false: the kill switch; rounds still observe and report
@@ -19,6 +20,8 @@ rebalancer:
   evictJobs: false
   evictLocalStorage: false
   excludedNamespaces: [kube-system]
+  namespaceSelector: {}       # a label selector: only pods in matching namespaces move ({}: all)
+  minReplicas: 2              # a workload with fewer replicas than this never loses one
   nodeSelector: {}            # only nodes with these labels are judged (hot or target)
   systemCriticalPriority: 2000000000
   maxPerNode: 1               # evictions per node per round
@@ -42,6 +45,7 @@ from scheduler.config.loader import SchedulerConfig, parse_config
 from scheduler.framework import CPU, MEMORY
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.fields import Fields
+from scheduler.framework.labels import EVERYTHING, LabelSelector
 
 AVG, P95, LATEST = "avg", "p95", "latest"
 STATISTICS = (AVG, P95, LATEST)
@@ -63,6 +67,8 @@ class ResourceRule:
 @dataclass
 class RebalancerSettings:
     profile: str = ""
+    # parse() sets (profile,) when the file names none; "ballast" is the default profile's name.
+    schedulers: tuple[str, ...] = ("ballast",)
     interval: float = 10.0
     dry_run: bool = False
     enabled: bool = True
@@ -74,6 +80,8 @@ class RebalancerSettings:
     evict_jobs: bool = False
     evict_local_storage: bool = False
     excluded_namespaces: frozenset[str] = frozenset({"kube-system"})
+    namespace_selector: LabelSelector = EVERYTHING
+    min_replicas: int = 2
     node_selector: dict[str, str] = field(default_factory=dict)
     system_critical_priority: int = SYSTEM_CRITICAL_PRIORITY
     max_per_node: int = 1
@@ -114,6 +122,15 @@ def parse(doc: Any) -> RebalancerConfig:
         )
     if not cfg.rebalancer.profile:
         cfg.rebalancer.profile = names[0]
+    # Only pods the judging profile's scheduler places: for any other pod the judgement (fits a
+    # cooler node, would not come back) says nothing about where its replacement lands.
+    for name in cfg.rebalancer.schedulers:
+        if name not in names:
+            raise ConfigError(
+                f"rebalancer.schedulers: no profile {name!r} (have {', '.join(names)})"
+            )
+    if not cfg.rebalancer.schedulers:
+        cfg.rebalancer.schedulers = (cfg.rebalancer.profile,)
     return cfg
 
 
@@ -122,6 +139,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
     d = RebalancerSettings()
     s = RebalancerSettings(
         profile=f.string("profile", d.profile),
+        schedulers=tuple(_strings(f, "schedulers", frozenset())),
         interval=f.duration("interval", d.interval),
         dry_run=f.boolean("dryRun", d.dry_run),
         enabled=f.boolean("enabled", d.enabled),
@@ -132,6 +150,8 @@ def parse_section(doc: Any) -> RebalancerSettings:
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),
         evict_local_storage=f.boolean("evictLocalStorage", d.evict_local_storage),
         excluded_namespaces=frozenset(_strings(f, "excludedNamespaces", d.excluded_namespaces)),
+        namespace_selector=_selector(f, "namespaceSelector"),
+        min_replicas=f.integer("minReplicas", d.min_replicas, 1, 10_000),
         node_selector=_labels(f, "nodeSelector"),
         system_critical_priority=f.integer(
             "systemCriticalPriority", d.system_critical_priority, 0, 2**31 - 1
@@ -143,6 +163,8 @@ def parse_section(doc: Any) -> RebalancerSettings:
         cooldown=f.number("cooldown", d.cooldown, 0, 86_400),
         lease_name=f.string("leaseName", d.lease_name),
     )
+    if f.has("schedulers") and not s.schedulers:
+        raise f.error("schedulers", "at least one profile name (or leave it out)")
     if f.has("resources"):
         s.rules = tuple(_rule(rf, s.threshold_mode) for rf in f.items("resources"))
         seen = [r.resource for r in s.rules]
@@ -179,6 +201,16 @@ def _labels(f: Fields, key: str) -> dict[str, str]:
     ):
         raise f.error(key, f"expected a mapping of label names to values, got {value!r}")
     return dict(value)
+
+
+def _selector(f: Fields, key: str) -> LabelSelector:
+    value = f.raw(key, {})
+    if not isinstance(value, dict) or set(value) - {"matchLabels", "matchExpressions"}:
+        raise f.error(key, f"expected a label selector (matchLabels/matchExpressions): {value!r}")
+    try:
+        return LabelSelector.parse(value)
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise f.error(key, str(exc)) from None
 
 
 def _strings(f: Fields, key: str, default: frozenset[str]) -> list[str]:

@@ -1,11 +1,16 @@
 """Which pods the rebalancer may move, and in which order it tries them.
 
 Eligible: a pod some controller recreates (ReplicaSet, StatefulSet; Job when allowed), running,
-not terminating. Never: DaemonSet pods (they come back on the same node), mirror/static pods,
-bare pods, pods with local storage (emptyDir, hostPath) unless allowed, system-critical
-priority, excluded namespaces. Order, cheapest move first: lower priority, then QoS
-(BestEffort, Burstable, Guaranteed), then how well the pod's predicted use covers the node's
-excess: the smallest pod that covers it alone first, then the others biggest first.
+not terminating, placed by a scheduler the rebalancer judges for (its `schedulers`: another
+scheduler would place the replacement without the judgement meaning anything for it), in a
+namespace the `namespaceSelector` picks, of a workload with at least `minReplicas` replicas.
+Never: a pod or pod template annotated `ballast.dev/rebalance: "false"`, DaemonSet pods (they
+come back on the same node), mirror/static pods, bare pods, pods with local storage (emptyDir,
+hostPath) unless allowed, system-critical priority, excluded namespaces.
+
+Order, cheapest move first: lower priority, then QoS (BestEffort, Burstable, Guaranteed), then
+how well the pod's predicted use covers the node's excess: the smallest pod that covers it
+alone first, then the others biggest first.
 
 The use of a pod is predicted by `Estimator`: the scheduler's one estimate (its workload's
 measured profile from the watcher, else TargetLoadPacking's request rule).
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import CPU, MEMORY, NodeInfo, PodInfo, resources
+from scheduler.framework.clusterindex import REPLICA_SETS, STATEFUL_SETS, ClusterIndex
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 from scheduler.plugins.helpers import estimator
 from scheduler.rebalancer.settings import RebalancerSettings
@@ -32,6 +38,11 @@ QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 MIRROR, DAEMONSET, BARE, JOBS, OTHER_OWNER = "mirror", "daemonset", "bare", "job", "other-owner"
 LOCAL_STORAGE, CRITICAL, EXCLUDED = "local-storage", "system-critical", "excluded-namespace"
 NOT_RUNNING, TERMINATING = "not-running", "terminating"
+OTHER_SCHEDULER, OPTED_OUT = "other-scheduler", "opted-out"
+NOT_SELECTED, FEW_REPLICAS = "namespace-not-selected", "min-replicas"
+
+OPT_OUT_ANNOTATION = "ballast.dev/rebalance"  # "false" on a pod or its template: never moved
+CONTROLLER_KINDS = {"ReplicaSet": REPLICA_SETS, "StatefulSet": STATEFUL_SETS}
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,10 @@ def ineligible(pod: PodInfo, settings: RebalancerSettings) -> str:
     spec = pod.raw.get("spec") or {}
     if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
         return MIRROR
+    if pod.scheduler_name not in settings.schedulers:
+        return OTHER_SCHEDULER
+    if opted_out(meta):
+        return OPTED_OUT
     if meta.get("deletionTimestamp"):
         return TERMINATING
     if pod.phase not in ("Running", ""):
@@ -89,6 +104,41 @@ def ineligible(pod: PodInfo, settings: RebalancerSettings) -> str:
         return CRITICAL
     if not settings.evict_local_storage and has_local_storage(pod):
         return LOCAL_STORAGE
+    return ""
+
+
+def opted_out(meta: dict[str, Any]) -> bool:
+    value = (meta.get("annotations") or {}).get(OPT_OUT_ANNOTATION, "")
+    return str(value).strip().lower() == "false"
+
+
+def controller_object(workload: Workload, index: ClusterIndex) -> dict[str, Any] | None:
+    """The workload's ReplicaSet or StatefulSet as the cache holds it (None for a Job, or one
+    the cache has not seen)."""
+    kind = CONTROLLER_KINDS.get(workload.kind)
+    if kind is None:
+        return None
+    return index.objects.get(kind, {}).get(f"{workload.namespace}/{workload.name}")
+
+
+def workload_ineligible(
+    workload: Workload, index: ClusterIndex, settings: RebalancerSettings
+) -> str:
+    """Why none of the workload's pods may be moved, from the cache: its namespace is not
+    selected, its template opts out, or it has fewer than minReplicas replicas (a Job, or a
+    controller the cache does not know, counts as one)."""
+    selector = settings.namespace_selector
+    if not selector.everything:
+        labels = index.namespace_labels(workload.namespace)
+        if labels is None or not selector.matches(labels):
+            return NOT_SELECTED
+    obj = controller_object(workload, index)
+    spec = (obj or {}).get("spec") or {}
+    if opted_out((spec.get("template") or {}).get("metadata") or {}):
+        return OPTED_OUT
+    replicas = spec.get("replicas", 1) if obj is not None else 1
+    if replicas < settings.min_replicas:
+        return FEW_REPLICAS
     return ""
 
 

@@ -110,6 +110,7 @@ def rebalancer(
             "interval": "300ms",
             "consecutive": 2,
             "resources": [{"name": "cpu", "high": 80, "low": 50}],
+            "minReplicas": 1,  # these scenes move one replica of small Deployments
             **section,
         },
     }

@@ -1,0 +1,236 @@
+"""The rebalancer's safety rules as pure functions: which scheduler's pods it may move, the
+opt-out and opt-in, minReplicas, a budget at its limit read from the cache, a 429's meaning,
+and leadership as the elector reports it."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from scheduler.framework.clusterindex import NAMESPACES, PDBS, REPLICA_SETS
+from scheduler.framework.errors import ConfigError
+from scheduler.framework.resources import pod_info
+from scheduler.framework.snapshot import snapshot_of
+from scheduler.kube.leader import LeaderElector
+from scheduler.rebalancer import evictions, limits, settings, victims
+from tests.unit.test_rebalancer import pod
+
+PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
+
+
+def parse(section: dict[str, Any]) -> settings.RebalancerSettings:
+    return settings.parse({"profiles": PROFILES, "rebalancer": section}).rebalancer
+
+
+# --- config -------------------------------------------------------------------------------
+def test_the_judged_schedulers_default_to_the_profile_and_must_be_profiles():
+    assert parse({}).schedulers == ("ballast",)
+    assert parse({"profile": "ballast-batch"}).schedulers == ("ballast-batch",)
+    both = parse({"schedulers": ["ballast", "ballast-batch"]})
+    assert both.schedulers == ("ballast", "ballast-batch")
+    with pytest.raises(ConfigError, match="rebalancer.schedulers: no profile 'default-sched"):
+        parse({"schedulers": ["ballast", "default-scheduler"]})
+    with pytest.raises(ConfigError, match="at least one"):
+        parse({"schedulers": []})
+
+
+def test_min_replicas_and_namespace_selector_settings():
+    s = parse({})
+    assert s.min_replicas == 2 and s.namespace_selector.everything
+    s = parse({"minReplicas": 3, "namespaceSelector": {"matchLabels": {"rebalance": "on"}}})
+    assert s.min_replicas == 3
+    assert s.namespace_selector.matches({"rebalance": "on"})
+    assert not s.namespace_selector.matches({})
+    with pytest.raises(ConfigError, match="minReplicas"):
+        parse({"minReplicas": 0})
+    with pytest.raises(ConfigError, match="namespaceSelector"):
+        parse({"namespaceSelector": {"rebalance": "on"}})  # labels without matchLabels
+    with pytest.raises(ConfigError, match="namespaceSelector"):
+        parse({"namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Maybe"}]}})
+
+
+# --- victims ------------------------------------------------------------------------------
+def test_only_pods_of_a_judged_scheduler_are_candidates():
+    s = parse({})
+    assert victims.ineligible(pod("mine"), s) == ""
+    other = pod("theirs", schedulerName="default-scheduler")
+    assert victims.ineligible(other, s) == victims.OTHER_SCHEDULER
+    unnamed = pod("unnamed")
+    del unnamed.raw["spec"]["schedulerName"]
+    assert victims.ineligible(pod_info(unnamed.raw), s) == victims.OTHER_SCHEDULER
+    batch = pod("batch", schedulerName="ballast-batch")
+    assert victims.ineligible(batch, s) == victims.OTHER_SCHEDULER
+    assert victims.ineligible(batch, parse({"schedulers": ["ballast", "ballast-batch"]})) == ""
+
+
+def test_a_pod_annotated_false_opts_out():
+    s = parse({})
+    out = pod("out")
+    out.raw["metadata"]["annotations"] = {victims.OPT_OUT_ANNOTATION: "False"}
+    assert victims.ineligible(out, s) == victims.OPTED_OUT
+    stays_in = pod("in")
+    stays_in.raw["metadata"]["annotations"] = {victims.OPT_OUT_ANNOTATION: "true"}
+    assert victims.ineligible(stays_in, s) == ""
+
+
+def replica_set(name: str, replicas: int, annotations: dict | None = None, **labels: str):
+    return {
+        "metadata": {"name": name, "namespace": "app", "generation": 1},
+        "spec": {
+            "replicas": replicas,
+            "template": {
+                "metadata": {"labels": labels or {"app": name}, "annotations": annotations or {}}
+            },
+        },
+        "status": {"observedGeneration": 1, "replicas": replicas, "readyReplicas": replicas},
+    }
+
+
+def test_workload_rules_from_the_cache():
+    index = snapshot_of([]).cluster
+    s = parse({})
+    w = victims.Workload("ReplicaSet", "app", "web")
+    # Unknown to the cache: counts as one replica, under minReplicas 2.
+    assert victims.workload_ineligible(w, index, s) == victims.FEW_REPLICAS
+    index.put(REPLICA_SETS, "app/web", replica_set("web", 1))
+    assert victims.workload_ineligible(w, index, s) == victims.FEW_REPLICAS
+    index.put(REPLICA_SETS, "app/web", replica_set("web", 2))
+    assert victims.workload_ineligible(w, index, s) == ""
+    assert victims.workload_ineligible(w, index, parse({"minReplicas": 3})) == victims.FEW_REPLICAS
+    job = victims.Workload("Job", "app", "once")
+    assert victims.workload_ineligible(job, index, parse({"minReplicas": 1})) == ""
+    assert victims.workload_ineligible(job, index, s) == victims.FEW_REPLICAS
+    # The template's opt-out annotation.
+    index.put(
+        REPLICA_SETS,
+        "app/web",
+        replica_set("web", 3, {victims.OPT_OUT_ANNOTATION: "false"}),
+    )
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT
+    index.put(REPLICA_SETS, "app/web", replica_set("web", 3))
+    # The namespace selector: only namespaces that opt in.
+    picky = parse({"namespaceSelector": {"matchLabels": {"rebalance": "on"}}})
+    assert victims.workload_ineligible(w, index, picky) == victims.NOT_SELECTED
+    index.put(NAMESPACES, "app", {"metadata": {"name": "app", "labels": {"rebalance": "off"}}})
+    assert victims.workload_ineligible(w, index, picky) == victims.NOT_SELECTED
+    index.put(NAMESPACES, "app", {"metadata": {"name": "app", "labels": {"rebalance": "on"}}})
+    assert victims.workload_ineligible(w, index, picky) == ""
+
+
+# --- limits -------------------------------------------------------------------------------
+def pdb(name: str, allowed: int, selector: dict | None, generation: int = 1, observed: int = 1):
+    return {
+        "metadata": {"name": name, "namespace": "app", "generation": generation},
+        "spec": {"selector": selector},
+        "status": {"observedGeneration": observed, "disruptionsAllowed": allowed},
+    }
+
+
+def test_a_budget_at_its_limit_is_read_from_the_cache():
+    index = snapshot_of([]).cluster
+    w = victims.Workload("ReplicaSet", "app", "db")
+    index.put(REPLICA_SETS, "app/db", replica_set("db", 3, app="db", tier="data"))
+    assert limits.budget_at_limit(w, index) == ""
+    index.put(PDBS, "app/other", pdb("other", 0, {"matchLabels": {"app": "web"}}))
+    index.put(PDBS, "app/room", pdb("room", 1, {"matchLabels": {"app": "db"}}))
+    assert limits.budget_at_limit(w, index) == ""
+    index.put(PDBS, "app/null", pdb("null", 0, None))  # a null selector matches nothing
+    assert limits.budget_at_limit(w, index) == ""
+    index.put(PDBS, "app/stale", pdb("stale", 0, {"matchLabels": {"app": "db"}}, 2, 1))
+    assert limits.budget_at_limit(w, index) == ""  # status older than spec: ask the server
+    index.put(
+        PDBS, "app/db", pdb("db", 0, {"matchExpressions": [{"key": "tier", "operator": "Exists"}]})
+    )
+    assert limits.budget_at_limit(w, index) == "db"
+    index.drop(PDBS, "app/db")
+    index.put(PDBS, "app/all", pdb("all", 0, {}))  # policy/v1: an empty selector matches all
+    assert limits.budget_at_limit(w, index) == "all"
+
+
+def test_refusals_last_their_rest_period_and_in_flight_its_hold():
+    r = limits.Refusals()
+    w = victims.Workload("ReplicaSet", "app", "db")
+    r.add(w, 100.0)
+    assert r.active(w, 99.0) and not r.active(w, 100.0)
+    r.prune(101.0)
+    assert r.until == {}
+
+    now = [0.0]
+    index = snapshot_of([]).cluster
+    victim = pod("db-a")
+    index.add_pod(victim, "n1")
+    held = limits.InFlight(clock=lambda: now[0])
+    held.add(w, victim.uid, hold=30.0)  # a dry run's pod never leaves: it holds 30 s
+    now[0] = 29.0
+    assert held.busy(w, index)
+    now[0] = 31.0
+    assert not held.busy(w, index)
+
+
+# --- a 429's meaning ----------------------------------------------------------------------
+def status_429(message: str, causes: list[dict] | None = None, retry: int | None = None) -> bytes:
+    details: dict[str, Any] = {}
+    if causes is not None:
+        details["causes"] = causes
+    if retry is not None:
+        details["retryAfterSeconds"] = retry
+    body = {"kind": "Status", "status": "Failure", "message": message, "code": 429}
+    return json.dumps({**body, "reason": "TooManyRequests", "details": details}).encode()
+
+
+def test_a_429_from_a_budget_is_pdb_and_any_other_is_throttling():
+    budget = evictions.refusal(
+        status_429(
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            [{"type": "DisruptionBudget", "message": "The disruption budget db needs 2 healthy"}],
+        )
+    )
+    assert budget.result == evictions.PDB and "budget db needs 2" in budget.detail
+    throttled = evictions.refusal(status_429("Too many requests, please try again later.", retry=3))
+    assert throttled.result == evictions.THROTTLED and throttled.retry_after == 3.0
+    assert evictions.refusal(b"<html>busy</html>").result == evictions.THROTTLED
+    assert evictions.refusal(status_429("slow down")).retry_after == 0.0
+
+
+# --- leadership ---------------------------------------------------------------------------
+def elector() -> LeaderElector:
+    return LeaderElector(client.ApiClient(client.Configuration()), "ns", "lease", "me", 3, 2, 0.5)
+
+
+def test_a_lease_seen_in_another_hands_ends_the_leadership_at_once():
+    e = elector()
+    lost: list[bool] = []
+    e._on_lost = lambda: lost.append(True)
+    e._renewed_at = time.monotonic()
+    e._observed = ("me", "t1")
+    assert e.is_leader()
+    e._observed = ("intruder", "t2")  # what the next read saw
+    assert not e.is_leader()  # before any deadline
+    e._observed = ("me", "t1")
+    e._renewed_at = time.monotonic() - 2.5  # past the renew deadline
+    assert not e.is_leader()
+    assert lost == []
+    # confirm() renews on the spot; when the renewal finds another holder it is lost.
+    e._renewed_at = time.monotonic()
+
+    def taken() -> bool:
+        e._observed = ("intruder", "t3")
+        return False
+
+    e._try_acquire_or_renew = taken  # type: ignore[method-assign]
+    assert e.confirm(margin=0.5) == 0.0
+    assert lost == [True] and not e.is_leader()
+
+
+def test_confirm_keeps_the_margin_back():
+    e = elector()
+    e._renewed_at = time.monotonic()
+    e._observed = ("me", "t1")
+    e._try_acquire_or_renew = lambda: True  # type: ignore[method-assign]
+    left = e.confirm(margin=0.5)
+    assert 1.4 < left <= 1.5  # renew deadline 2 s less the margin
+    assert e.confirm(margin=2.0) == 0.0  # no room for a call at all
