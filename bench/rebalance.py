@@ -52,6 +52,8 @@ from sandbox.exporter import SyntheticExporter
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import Simulator, SimulatorConfig, node_loads
+from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.trace import for_scenarios
 from sandbox.trimaran import stop_scheduler
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -111,6 +113,8 @@ SCENARIOS = {
         Scenario("drift", f"{DRIFTING} of {WORKLOADS} workloads' use triples"),
         Scenario("hot-start", f"{HOT_NODES} of {NODES} nodes' background jumps to 80-90 %"),
         Scenario("stable", "nothing changes: every eviction is a false one", observe=600.0),
+        # A day of 5-minute steps at 2 s each (bench.rebalance_trace, --trace PATH).
+        Scenario("trace", "a day of the Bitbrains trace's VMs as workloads", observe=576.0),
     )
 }
 
@@ -433,6 +437,49 @@ class Recorder:
         return sum(max(0, want - per.get(w, 0)) for w, want in self.replicas.items())
 
 
+class Services:
+    """One run's sandbox (with controllers), simulator, Prometheus, Redis, watcher and Ballast's
+    scheduler; `stop` also ends the rebalancers, whatever of it started."""
+
+    def __init__(self, work: Path, specs: list[NodeSpec], config: SimulatorConfig) -> None:
+        self.work, self.specs, self.config = work, specs, config
+        self.plane = ControlPlane(
+            work / "sandbox", Ports.free(), die_with_parent=True, controllers=True
+        )
+        self.stack = Stack(work / "services")
+        self.exporter: SyntheticExporter | None = None
+        self.sim: Simulator | None = None
+        self.api: client.ApiClient | None = None
+
+    def start(self) -> tuple[client.ApiClient, Simulator, str, str]:
+        """(API client, simulator, Prometheus URL, watcher URL), the scheduler running."""
+        self.plane.start(self.specs)
+        self.api = self.plane.api_client()
+        self.exporter = SyntheticExporter().start()
+        self.sim = Simulator(self.api, self.exporter, self.config).start()
+        if not self.sim.wait_synced(60):
+            raise TimeoutError("the simulator could not list nodes and pods")
+        redis_url = self.stack.start_redis()
+        prom = self.stack.start_prometheus(self.exporter.target)
+        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
+        watcher_url = self.stack.start_watcher(prom, redis_url, env)
+        _wait_watcher(watcher_url, [s.name for s in self.specs])
+        _start_scheduler(self.plane, watcher_url, self.work)
+        return self.api, self.sim, prom, watcher_url
+
+    def stop(self) -> None:
+        for name in [*map(_process, REBALANCERS), "descheduler", "scheduler"]:
+            stop_scheduler(self.plane, name)
+        self.stack.stop()
+        if self.sim is not None:
+            self.sim.stop(timeout=2.0)
+        if self.exporter is not None:
+            self.exporter.stop()
+        if self.api is not None:
+            self.api.close()
+        self.plane.stop()
+
+
 def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> dict[str, Any]:
     p = plan(scenario, seed)
     background = {
@@ -452,24 +499,13 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         for i in range(NODES)
     ]
     work = Path(tempfile.mkdtemp(prefix=f"ballast-rebalance-{scenario.name}-{seed}-"))
-    plane = ControlPlane(work / "sandbox", Ports.free(), die_with_parent=True, controllers=True)
-    stack = Stack(work / "services")
-    exporter = sim = api = recorder = None
+    services = Services(work, specs, config)
+    plane = services.plane
+    recorder = None
     ok = False
     try:
         started = time.monotonic()
-        plane.start(specs)
-        api = plane.api_client()
-        exporter = SyntheticExporter().start()
-        sim = Simulator(api, exporter, config).start()
-        if not sim.wait_synced(60):
-            raise TimeoutError("the simulator could not list nodes and pods")
-        redis_url = stack.start_redis()
-        prom = stack.start_prometheus(exporter.target)
-        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
-        watcher_url = stack.start_watcher(prom, redis_url, env)
-        _wait_watcher(watcher_url, [s.name for s in specs])
-        _start_scheduler(plane, watcher_url, work)
+        api, sim, prom, watcher_url = services.start()
         recorder = Recorder(sim, api, contenders, p)
         recorder.start()
         apps, policy = client.AppsV1Api(api), client.PolicyV1Api(api)
@@ -523,16 +559,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
     finally:
         if recorder is not None:
             recorder.stop()
-        for name in [*map(_process, REBALANCERS), "descheduler", "scheduler"]:
-            stop_scheduler(plane, name)
-        stack.stop()
-        if sim is not None:
-            sim.stop(timeout=2.0)
-        if exporter is not None:
-            exporter.stop()
-        if api is not None:
-            api.close()
-        plane.stop()
+        services.stop()
         if ok:
             shutil.rmtree(work, ignore_errors=True)
         else:
@@ -700,13 +727,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--merge", type=Path, nargs="+", help="join the runs of results JSONs into --out"
     )
+    parser.add_argument(
+        "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
+    )
     args = parser.parse_args(argv)
+    from bench import rebalance_trace  # it builds on this module
+
     if args.table:
-        print(markdown(json.loads(args.table.read_text())))
+        doc = json.loads(args.table.read_text())
+        print(markdown(doc) + "\n" + rebalance_trace.markdown(doc))
         return 0
     if args.merge:
         return merge(args.merge, args.out)
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
+    trace = for_scenarios(args.trace, bool(args.scenarios)) if "trace" in names else None
+    if trace is None and "trace" in names:
+        names.remove("trace")
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
     if "descheduler" in contenders:
         descheduler.ensure_built()
@@ -716,10 +752,17 @@ def main(argv: list[str] | None = None) -> int:
             SCENARIOS[n] = replace(SCENARIOS[n], observe=args.observe)
     started = time.monotonic()
     runs = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
     for name in names:
         for seed in seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
-            run = run_one(SCENARIOS[name], seed, contenders, say=lambda s: print(s, flush=True))
+            if name == "trace":
+                run = rebalance_trace.run_one(SCENARIOS[name], seed, contenders, trace, say=say)
+            else:
+                run = run_one(SCENARIOS[name], seed, contenders, say=say)
             runs.append(run)
             # After every run, so a run cut short still leaves what it measured.
             partial = document(runs, seeds, names, contenders, round(time.monotonic() - started))
@@ -735,12 +778,16 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     doc = document(runs, seeds, names, contenders, round(time.monotonic() - started))
+    if trace is not None:
+        doc["setup"]["trace"] = rebalance_trace.setup(trace)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"results: {args.out} ({doc['seconds']} s)")
     from bench.rebalance_plots import plot_all
 
     for path in plot_all(doc, args.out.parent, prefix=args.out.stem):
+        print(f"plot: {path}")
+    for path in rebalance_trace.plot(doc, args.out.parent, prefix=args.out.stem):
         print(f"plot: {path}")
     return 0
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,8 @@ SUBSET_COLUMNS = (
 # The archive's columns, by their position (its header names them; the order is fixed).
 ARCHIVE_FIELDS = 7  # timestamp, cores, capacity MHz, usage MHz, usage %, memory capacity, use
 ARCHIVE_HEADER = "Timestamp [ms]"
+# Where the benchmarks look by default: beside the checkout, never inside it.
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "traces" / "bitbrains-rnd"
 
 
 class TraceError(ValueError):
@@ -105,6 +107,17 @@ def load(path: Path | str) -> Trace:
     if first.startswith("vm_id,"):
         return load_subset(path)
     return load_archive([path], source=str(path))
+
+
+def for_scenarios(path: Path, named: bool, say: Callable[[str], None] = print) -> Trace | None:
+    """The trace for a benchmark's `trace` scenario. Missing: an error when the scenario was
+    named (`named`), else None and a line saying the scenario is left out."""
+    if named or path.exists():
+        trace = load(path)
+        say(f"trace: {len(trace.vms)} VMs x {trace.days:.1f} days from {trace.source}")
+        return trace
+    say(f"trace scenario left out: no trace at {path} (--trace PATH)")
+    return None
 
 
 def _open(path: Path) -> io.TextIOWrapper:

@@ -180,3 +180,40 @@ def test_select_fills_the_budget_with_seeded_replicas(trace):
     assert all(n == replicas(vm, 3) for vm, n in chosen)
     assert {replicas(str(v), 1) for v in range(30)} == {1, 2, 3}
     assert sorted(vm for vm, _ in select(trace, 1e9, config, seed=3)) == ["1", "2"]
+
+
+def test_false_evictions_judged_by_the_node_with_the_pod_added_back(trace):
+    from bench import rebalance_trace as rt
+
+    p = player(trace)  # vm2 replays 20 m, then 400 m and 800 m (steps 1..3, 2 s each)
+    p.start(0.0)
+    node_m = 1000.0
+    # Node 0 without the pod: 70 % throughout. With vm2's pod back it was 72 % at first
+    # (never hot: false), 110 % and more two seconds on (hot throughout: justified).
+    samples = [(float(t), [70.0, 10.0]) for t in range(0, 200)]
+    early = {"time": 0.0, "from": "ballast-0", "pod": "vm2-h-aaaaa"}
+    late = {"time": 2.0, "from": "ballast-0", "pod": "vm2-h-aaaaa"}
+    bare = {"time": 2.0, "from": "ballast-0", "pod": "bare"}  # uses nothing the player knows
+    assert rt.false_evictions(samples, [early], p, "ns", node_m) == 1
+    assert rt.false_evictions(samples, [late], p, "ns", node_m) == 0
+    assert rt.false_evictions(samples, [late, early, bare], p, "ns", node_m) == 2
+    # On a 2-CPU node (the pod 20-40 %, the node over 80 % with it until it cools): falling
+    # under the threshold later than one window does not make it false, earlier does.
+    cooling = [(float(t), [70.0 if t < 2 + rt.WINDOW + 1 else 0.0]) for t in range(0, 200)]
+    assert rt.false_evictions(cooling, [late], p, "ns", 2000.0) == 0
+    cooling = [(float(t), [70.0 if t < 2 + rt.WINDOW - 1 else 0.0]) for t in range(0, 200)]
+    assert rt.false_evictions(cooling, [late], p, "ns", 2000.0) == 1
+
+
+def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
+    from bench import rebalance_trace as rt
+    from sandbox.trace import Trace
+
+    week = Trace(trace.start, 7 * 288, trace.vms, "x")
+    assert [rt.window(week, s) for s in (1, 2, 6, 7)] == [288, 576, 1728, 288]
+    body = rt.deployment("2", 3, "ballast", player(trace))
+    assert body["metadata"]["name"] == "vm2" and body["spec"]["replicas"] == 3
+    assert body["spec"]["selector"] == {"matchLabels": {"app": "vm2"}}
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"] == {"cpu": "400m", "memory": str(4096 * 1024 // 16)}
+    assert rt.pdb("2")["spec"]["selector"] == {"matchLabels": {"app": "vm2"}}
