@@ -47,6 +47,7 @@ from scheduler.framework import (
     Status,
     resources,
 )
+from scheduler.framework.gpus import NO_GPUS, GpuLoads
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.status import failure_message
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
@@ -161,6 +162,8 @@ class Cycle:
         self._considered = 0  # nodes the last filter pass looked at
         # The watcher's workload profiles (backend/profiles_client.py); none until wired.
         self.workloads: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
+        # The watcher's GPU windows (backend/gpus_client.py); none until wired.
+        self.gpus: Callable[[], GpuLoads] = lambda: NO_GPUS
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -194,6 +197,7 @@ class Cycle:
             nodes = self.cache.node_list()
             snap = take_snapshot(self.cache, loads, self.recent, now)
             snap.workloads = self.workloads()
+            snap.gpus = self.gpus()
             state = CycleState()
             if record is not None:
                 state[FILTER_TALLY] = {}

@@ -21,6 +21,7 @@ from kubernetes import client
 
 from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP, DecisionStore
+from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.queue import SchedulingQueue
@@ -150,6 +151,19 @@ class Runtime:
             headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
         )
         self.cycle.workloads = self.profiles_client.profiles
+        # Each GPU's window (plugins/gpu_load.py), fetched only when a profile reads them.
+        reads_gpus = any(
+            getattr(plugin, "reads_gpus", False)
+            for profile in profiles.values()
+            for plugin in [*profile.filters, *(p for p, _ in profile.scores)]
+        )
+        self.gpus_client = GpusClient(
+            cfg.watcher_address if reads_gpus else None,
+            interval=opts.watcher_interval,
+            timeout=opts.watcher_timeout,
+            headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
+        )
+        self.cycle.gpus = self.gpus_client.gpus
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
         self.events.defer_to(lambda: self.queue.has_active() or not binder_idle.is_set())
@@ -216,6 +230,7 @@ class Runtime:
         self.events.start()
         self.metrics.start()
         self.profiles_client.start()
+        self.gpus_client.start()
         if self.elector is not None:
             self.elector.start()
         opts = self.options
@@ -260,6 +275,7 @@ class Runtime:
             self.elector.stop(release=True, timeout=left())
         self.metrics.stop()
         self.profiles_client.stop()
+        self.gpus_client.stop()
         self.cache.stop(timeout=left())
         self.events.stop(timeout=left())
         if self.server is not None:

@@ -69,6 +69,15 @@ def parse_profiles(doc: Any) -> WorkloadProfiles:
 
 
 class ProfilesClient:
+    # What is fetched and how it is read; backend/gpus_client.py fetches GPUs the same way.
+    PATH = "/api/v1/workloads"
+    WHAT = "workload profiles"
+    EMPTY: Any = NO_PROFILES
+
+    @staticmethod
+    def parse(doc: Any) -> Any:
+        return parse_profiles(doc)
+
     def __init__(
         self,
         address: str | None,
@@ -87,7 +96,7 @@ class ProfilesClient:
         self.headers = headers or dict
         self.fetched = 0
         self.failures = 0
-        self._profiles = NO_PROFILES
+        self._profiles = self.EMPTY
         self._etag: str | None = None
         self._session = requests.Session()
         self._stop = threading.Event()
@@ -95,7 +104,7 @@ class ProfilesClient:
 
     def profiles(self) -> WorkloadProfiles:
         if time.monotonic() - self.last_success > self.max_age:
-            return NO_PROFILES
+            return self.EMPTY
         return self._profiles
 
     def start(self) -> None:
@@ -122,20 +131,20 @@ class ProfilesClient:
             headers["If-None-Match"] = self._etag
         try:
             resp = self._session.get(
-                f"{self.address}/api/v1/workloads", headers=headers, timeout=self.timeout
+                f"{self.address}{self.PATH}", headers=headers, timeout=self.timeout
             )
             if resp.status_code == 304:
                 self.last_success = time.monotonic()
                 return True
             if resp.status_code == 404:
-                self._profiles, self._etag = NO_PROFILES, None
+                self._profiles, self._etag = self.EMPTY, None
                 return False
             resp.raise_for_status()
-            profiles = parse_profiles(resp.json())
+            profiles = self.parse(resp.json())
         except (requests.RequestException, ValueError) as exc:
             self.failures += 1
             if self.failures == 1 or self.failures % 60 == 0:
-                log.warning("workload profiles: %s (keeping the last ones)", exc)
+                log.warning("%s: %s (keeping the last ones)", self.WHAT, exc)
             return True
         self._profiles = profiles
         self._etag = resp.headers.get("ETag")

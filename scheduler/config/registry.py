@@ -13,6 +13,7 @@ from scheduler.framework import Plugin
 from scheduler.framework.errors import ConfigError
 from scheduler.plugins import (
     default_preemption,
+    gpu_load,
     inter_pod_affinity,
     load_threshold,
     load_variation_risk_balancing,
@@ -60,6 +61,7 @@ _MODULES: tuple[ModuleType, ...] = (
     node_resources_least_allocated,
     node_resources_balanced_allocation,
     pod_topology_spread,
+    gpu_load,
 )
 
 REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}

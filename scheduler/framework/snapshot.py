@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.framework.clusterindex import ClusterIndex
+from scheduler.framework.gpus import NO_GPUS, GpuLoads
 from scheduler.framework.types import NodeInfo, NodeLoad, PodInfo
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 
@@ -23,6 +24,8 @@ class Snapshot:
     cluster: ClusterIndex = field(default_factory=ClusterIndex)
     # what each workload's replicas use, from the watcher (plugins/helpers/estimator.py)
     workloads: WorkloadProfiles = NO_PROFILES
+    # each GPU node's GPUs, from the watcher (plugins/gpu_load.py)
+    gpus: GpuLoads = NO_GPUS
 
 
 def snapshot_of(

@@ -1,0 +1,40 @@
+"""GPUs as the scheduler holds them: per node, each GPU's window from the watcher's
+/api/v1/gpus (watcher/gpus.py), read by the GpuLoad plugin (plugins/gpu_load.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    index: str
+    util: float  # percent busy, the window's average
+    fb_used: float  # MiB, latest
+    fb_free: float  # MiB, latest
+    last: float  # Unix seconds of the newest sample
+    horizon: float  # seconds a sample stays fresh
+
+    @property
+    def fb_total(self) -> float:
+        return self.fb_used + self.fb_free
+
+
+@dataclass(frozen=True)
+class GpuLoads:
+    """Every GPU node's GPUs by node name (a node without GPUs is absent), as of `built`;
+    a GPU whose newest sample is older than `expiry` seconds is no data."""
+
+    by_node: dict[str, tuple[GpuStats, ...]] = field(default_factory=dict)
+    expiry: float = 300.0
+    built: float = 0.0
+
+    def live(self, node: str, now: float) -> tuple[GpuStats, ...]:
+        """The node's GPUs with data not yet expired at `now` (fresh or stale)."""
+        return tuple(g for g in self.by_node.get(node, ()) if now - g.last <= self.expiry)
+
+    def __len__(self) -> int:
+        return len(self.by_node)
+
+
+NO_GPUS = GpuLoads()

@@ -1,0 +1,216 @@
+"""GpuLoad: GPU pods go where GPUs are idle and have memory for them (docs/gpu.md).
+
+Only for pods requesting one of `resourceNames` (the NVIDIA device plugin's `nvidia.com/gpu`,
+and `nvidia.com/gpu.shared` when time-slicing renames its replicas); every other pod is
+skipped in PreFilter and PreScore, at the cost of a few dictionary look-ups.
+
+The pod's need: GPU memory per GPU from its `memoryAnnotation` (a quantity: "8Gi", "500Mi"),
+else `defaultMemory`; GPU compute from its `utilAnnotation` (percent of one GPU), else
+`defaultUtil`; times its GPU count (a shared replica counts as one GPU's worth).
+
+A node's GPUs as seen: its GPUs' windows from the watcher (dcgm-exporter's series), not
+expired. What was placed on it but is not in the window yet counts through the node's pods:
+the node's used memory and busy compute are the larger of the measured sums and the sums of
+its GPU pods' needs (assumed pods count at once, so a burst does not pile onto one node).
+
+- Filter: a node is refused when no GPU has the pod's memory free, or when the node's memory
+  left, counted as above, is less than the pod needs: "node(s) had no GPU with N MiB free".
+  A node without GPU data (none reported, or expired) passes: counts only, as
+  kube-scheduler; metrics never make a pod unschedulable.
+- Score: the mean of idle compute (100 - busy %) and memory left after the pod (percent of the
+  node's framebuffer), weighted by `utilWeight` and `memoryWeight`. A node without GPU data
+  gets the mean score of the nodes with data (neither favoured nor punished), counted as a
+  fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.plugins.helpers.loadview import MISSING, note_fallback
+from shared.quantities import QuantityError, bytes_value
+
+if TYPE_CHECKING:
+    from scheduler.framework.fields import Fields
+
+NAME = "GpuLoad"
+_KEY = NAME + ".need"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Args:
+    resource_names: tuple[str, ...] = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+    memory_annotation: str = "ballast.io/gpu-memory"
+    util_annotation: str = "ballast.io/gpu-util"
+    default_memory_mib: float = 0.0
+    default_util: float = 30.0
+    util_weight: float = 1.0
+    memory_weight: float = 1.0
+
+
+def parse_args(f: Fields) -> Args:
+    d = Args()
+    names = f.raw("resourceNames", list(d.resource_names))
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise f.error("resourceNames", "expected a list of resource names (nvidia.com/gpu, ...)")
+    memory = f.raw("defaultMemory", 0)
+    try:
+        default_memory = bytes_value(memory) / MIB
+    except QuantityError as exc:
+        raise f.error("defaultMemory", str(exc)) from None
+    if default_memory < 0:
+        raise f.error("defaultMemory", "must not be negative")
+    args = Args(
+        resource_names=tuple(names),
+        memory_annotation=f.string("memoryAnnotation", d.memory_annotation),
+        util_annotation=f.string("utilAnnotation", d.util_annotation),
+        default_memory_mib=default_memory,
+        default_util=f.number("defaultUtil", d.default_util, 0, 100),
+        util_weight=f.number("utilWeight", d.util_weight, 0, 100),
+        memory_weight=f.number("memoryWeight", d.memory_weight, 0, 100),
+    )
+    if args.util_weight + args.memory_weight <= 0:
+        raise f.error("utilWeight", "utilWeight and memoryWeight must not both be 0")
+    f.finish()
+    return args
+
+
+@dataclass(frozen=True)
+class Need:
+    gpus: int  # GPUs (or shared replicas) requested
+    memory_mib: float  # per GPU
+    util: float  # percent of one GPU, per GPU
+
+
+def gpu_count(pod: PodInfo, names: tuple[str, ...]) -> int:
+    return sum(pod.requests.get(name, 0) for name in names)
+
+
+def need_of(pod: PodInfo, args: Args) -> Need | None:
+    """What the pod asks of GPUs; None for a pod that requests none. A malformed annotation
+    counts as absent (the default): a typo must not keep a pod from scheduling."""
+    count = gpu_count(pod, args.resource_names)
+    if count <= 0:
+        return None
+    memo = pod.memo.get(NAME)
+    if memo is not None and memo[0] is args:  # profiles may read different annotations
+        return memo[1]
+    annotations = (pod.raw.get("metadata") or {}).get("annotations") or {}
+    memory = args.default_memory_mib
+    text = annotations.get(args.memory_annotation)
+    if text is not None:
+        try:
+            memory = max(0.0, bytes_value(text) / MIB)
+        except QuantityError:
+            pass
+    util = args.default_util
+    text = annotations.get(args.util_annotation)
+    if text is not None:
+        try:
+            util = min(100.0, max(0.0, float(text)))
+        except ValueError:
+            pass
+    need = Need(count, memory, util)
+    pod.memo[NAME] = (args, need)
+    return need
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """A node's GPUs as the plugin judges them: measured, or placed pods' needs if larger."""
+
+    most_free_mib: list[float]  # each GPU's measured free memory, largest first
+    total_mib: float
+    used_mib: float
+    busy: float  # mean percent over the node's GPUs
+
+
+def node_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> NodeGpus | None:
+    gpus = snap.gpus.live(node.name, snap.now)
+    if not gpus:
+        return None
+    placed_mib = placed_util = 0.0
+    for pod in node.pods.values():
+        need = need_of(pod, args)
+        if need is not None:
+            placed_mib += need.gpus * need.memory_mib
+            placed_util += need.gpus * need.util
+    measured_util = sum(g.util for g in gpus)
+    return NodeGpus(
+        most_free_mib=sorted((g.fb_free for g in gpus), reverse=True),
+        total_mib=sum(g.fb_total for g in gpus),
+        used_mib=max(sum(g.fb_used for g in gpus), placed_mib),
+        busy=min(100.0, max(measured_util, placed_util) / len(gpus)),
+    )
+
+
+class Plugin:
+    name = NAME
+    reads_gpus = True  # the runtime fetches the watcher's GPU windows for it
+    pre_filter_reads_pods = False  # the pod alone: trials reuse it
+    skip_holds_with_fewer_pods = True
+
+    def __init__(self, args: Args | None = None) -> None:
+        self.args = args or Args()
+
+    # -- filter -------------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
+        need = need_of(pod, self.args)
+        state[_KEY] = need
+        return need is not None and need.memory_mib > 0 and len(snap.gpus) > 0
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        need = state[_KEY] if _KEY in state else need_of(pod, self.args)
+        if need is None or need.memory_mib <= 0:
+            return Status.success()
+        seen = node_gpus(node, snap, self.args)
+        if seen is None:
+            return Status.success()  # no GPU data: the device plugin's counts decide
+        wanted = min(need.gpus, len(seen.most_free_mib))
+        fits = sum(1 for free in seen.most_free_mib if free >= need.memory_mib)
+        left = seen.total_mib - seen.used_mib
+        if fits < wanted or left < need.gpus * need.memory_mib:
+            return Status.reject(f"node(s) had no GPU with {need.memory_mib:.0f} MiB free")
+        return Status.success()
+
+    # -- score --------------------------------------------------------------------------------
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> bool:
+        need = need_of(pod, self.args)
+        state[_KEY] = need
+        return need is not None and len(snap.gpus) > 0
+
+    def _score(self, need: Need, node: NodeInfo, snap: Snapshot) -> float | None:
+        seen = node_gpus(node, snap, self.args)
+        if seen is None or seen.total_mib <= 0:
+            return None
+        idle = 100.0 - seen.busy
+        left = seen.total_mib - seen.used_mib - need.gpus * need.memory_mib
+        memory = min(max(100.0 * left / seen.total_mib, 0.0), 100.0)
+        a = self.args
+        return (a.util_weight * idle + a.memory_weight * memory) / (a.util_weight + a.memory_weight)
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        need = state[_KEY] if _KEY in state else need_of(pod, self.args)
+        if need is None:
+            return [0] * len(nodes)
+        values = [self._score(need, node, snap) for node in nodes]
+        known = [v for v in values if v is not None]
+        neutral = sum(known) / len(known) if known else MAX_NODE_SCORE / 2
+        out = []
+        for node, value in zip(nodes, values, strict=True):
+            if value is None:
+                note_fallback(state, node.name, MISSING)
+                value = neutral
+            out.append(int(round(value)))
+        return out
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        """A lone node has nothing to be compared with; the profile scores through score_all."""
+        return self.score_all(state, pod, [node], snap)[0]
