@@ -1,17 +1,19 @@
 """One round's plan: which pods leave which hot nodes, judged by the scheduler's own profile.
 
 For each hot node (the hottest first), its eligible pods in victim order; for each pod, its
-replacement (the same pod, unbound) is run through the profile's filters on the candidate
-targets, on the cache's snapshot with the moves planned so far counted on their targets (their
-requests for the fit filters, their predicted CPU as recently bound for the load scores). A
-target must be cold (or only not hot, when targetsMustBeCold is off) and stay under every high
-threshold with the pod's predicted use added. Then the profile scores the fitting targets and the
-hot node itself (without the pod): when the hot node would score as well as the best target, the
+replacement (the same pod, unbound) is judged on the cluster as the scheduler will see it when
+the replacement comes: the victim gone (PodTopologySpread stops counting it the moment it
+terminates, the other plugins once it is deleted) and the moves planned before it in place
+(their replacements on their targets, requests for the fit filters and predicted CPU as recently
+bound for the load scores; their victims gone). On that cluster the profile filters every node
+and scores the feasible ones, as a cycle would. A target must be cold (or only not hot, when
+targetsMustBeCold is off), pass the filters and stay under every high threshold with the pod's
+predicted use added; when the hot node itself scores as well as the best such target, the
 scheduler could put the replacement back, and the pod stays. A node stops losing pods once its
 predicted use is under its high thresholds, or at its per-node limit.
 
 The caller holds the cache's lock for the whole plan: the what-if edits are made on the cache's
-own objects and undone before `plan` returns.
+own objects (and the snapshot's recently bound CPU) and undone before `plan` returns.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ class Judge:
         budget = limits.RoundBudget(self.settings)
         usage = self._planned_usage(view, snap)
         edits: list[TrialEdit] = []
+        recent = dict(snap.recent_cpu_m)
         try:
             for name in sorted(hot, key=lambda n: -max(view.excess(n).values(), default=0.0)):
                 node = snap.nodes.get(name)
@@ -105,6 +108,8 @@ class Judge:
         finally:
             for edit in reversed(edits):
                 edit.restore()
+            snap.recent_cpu_m.clear()
+            snap.recent_cpu_m.update(recent)
         return out
 
     def _planned_usage(self, view: Classification, snap: Snapshot) -> dict[str, dict[str, float]]:
@@ -214,33 +219,41 @@ class Judge:
         usage: dict[str, dict[str, float]],
     ) -> tuple[NodeInfo | None, tuple[str, str]]:
         allowed = (COLD,) if self.settings.targets_must_be_cold else (COLD, NORMAL)
-        candidates = [
-            n
+        candidates = {
+            n.name
             for n in snap.nodes.values()
             if n.name != source.name and view.state.get(n.name) in allowed
-        ]
+        }
         if not candidates:
             which = "cold" if self.settings.targets_must_be_cold else "cool enough"
             return None, (NO_TARGET, f"no {which} node with fresh data")
-        feasible, _ = self.profile.filter(replacement, candidates, snap, CycleState())
-        fits = []
-        for n in feasible:
-            after = {
-                r: v + self.estimator.percent(replacement, n, r) for r, v in usage[n.name].items()
-            }
-            if all(after[r] < view.high[r] for r in after):
-                fits.append(n)
-        if not fits:
-            detail = f"{len(feasible)} of {len(candidates)} candidates pass the filters"
-            return None, (NO_TARGET, detail + "; none stays under high with the pod")
-        with TrialEdit(snap, source) as trial:
-            trial.remove(pod)
-            back, _ = self.profile.filter(replacement, [source], snap, CycleState())
-            scores = self.profile.score(replacement, fits + back, snap, CycleState())
+        # Judged with the victim gone, the moves planned before it in place: counted, the
+        # victim would let a replacement of a spread workload leave its zone, which the
+        # scheduler (not counting a terminating pod) would refuse. Every node is filtered and
+        # the feasible ones scored together, as the cycle does: score normalisation depends on
+        # the set scored, so a subset could rank the hot node and the targets otherwise.
+        with TrialEdit(snap, source) as gone:
+            gone.remove(pod)
+            state = CycleState()
+            feasible, _ = self.profile.filter(replacement, list(snap.nodes.values()), snap, state)
+            passing = [n for n in feasible if n.name in candidates]
+            fits = []
+            for n in passing:
+                after = {
+                    r: v + self.estimator.percent(replacement, n, r)
+                    for r, v in usage[n.name].items()
+                }
+                if all(after[r] < view.high[r] for r in after):
+                    fits.append(n)
+            if not fits:
+                detail = f"{len(passing)} of {len(candidates)} candidates pass the filters"
+                return None, (NO_TARGET, detail + "; none stays under high with the pod")
+            if len(feasible) == 1:
+                return fits[0], ("", "")
+            scores = self.profile.score(replacement, feasible, snap, state)
         best = max(fits, key=lambda n: (scores[n.name], n.name))
-        if back and scores[source.name] >= scores[best.name]:
-            detail = (
-                f"{source.name} scores {scores[source.name]} >= {best.name} {scores[best.name]}"
-            )
+        back = scores.get(source.name)
+        if back is not None and back >= scores[best.name]:
+            detail = f"{source.name} scores {back} >= {best.name} {scores[best.name]}"
             return None, (GOES_BACK, detail)
         return best, ("", "")
