@@ -2,9 +2,10 @@
 
 Each seed replays one day of the trace (seed 1 the trace's second day, seed 2 its third, ...:
 the first day is what came before every window). The VMs become Deployments (sandbox.trace_player:
-one VM a workload of 1-3 replicas, requests scaled to 100 m a VM core and 1/16 of its memory,
-one 5-minute step every 2 s, one watcher poll): a seeded choice of VMs, as many as fill
-FILL of the pool's CPU with requests, the same in every pool. Ballast's scheduler places them
+one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a VM core given 50 m of
+request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every 2 s, one watcher
+poll): a seeded choice of VMs, as many as fill FILL of the pool's CPU with requests, the same
+in every pool. Ballast's scheduler places them
 all before the replay starts; then every pool's rebalancer runs while the day plays (576 s).
 
 Measured from the simulator's true demand as in `bench.rebalance.measure`, plus:
@@ -277,6 +278,7 @@ def setup(trace: Trace) -> dict[str, Any]:
         "source": trace.source,
         "fill": FILL,
         "cpu_m_per_core": PLAYER.cpu_m_per_core,
+        "overcommit": PLAYER.overcommit,
         "memory_scale": PLAYER.memory_scale,
         "step_seconds": PLAYER.step_seconds,
         "compression": PLAYER.compression,

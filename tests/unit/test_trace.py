@@ -123,12 +123,13 @@ def test_bad_archive_files_say_what(tmp_path):
 
 
 def player(trace, **kw) -> TracePlayer:
-    config = PlayerConfig(**{"noise": 0.0, "step_seconds": 2.0, **kw})
+    base = {"noise": 0.0, "step_seconds": 2.0, "cpu_m_per_core": 100.0, "overcommit": 1.0}
+    config = PlayerConfig(**{**base, **kw})
     return TracePlayer(trace, {"vm1": "1", "vm2": "2"}, config, first_step=1)
 
 
 def test_player_replays_scaled_compressed_and_interpolated(trace):
-    p = player(trace, cpu_m_per_core=100.0, memory_scale=0.5)
+    p = player(trace, cpu_m_per_core=100.0, memory_scale=0.5, overcommit=1.0)
     key = "ns/vm2-5d8f7c9b6-x2x4q"
     assert deployment_of(key) == "vm2"
     assert p.config.compression == STEP_SECONDS / 2.0
@@ -140,6 +141,10 @@ def test_player_replays_scaled_compressed_and_interpolated(trace):
     assert p.use(key, 1002.0)[0] == pytest.approx(400.0)
     assert p.use(key, 5000.0)[0] == pytest.approx(800.0)  # past the end: the last step
     assert p.requests("2") == (400, 4096 * 1024 // 2)
+    overcommitted = player(trace, cpu_m_per_core=100.0, memory_scale=0.5, overcommit=4.0)
+    assert overcommitted.requests("2") == (100, 4096 * 1024 // 2)
+    overcommitted.start(1000.0)
+    assert overcommitted.use(key, 1001.0) == p.use(key, 1001.0)  # use does not shrink
     assert p.use("ns/other-5d8f7c9b6-x2x4q", 1001.0) is None
     assert p.use("ns/bare", 1001.0) is None
 
@@ -173,7 +178,7 @@ def test_simulator_takes_traced_pods_from_the_player(trace):
 
 
 def test_select_fills_the_budget_with_seeded_replicas(trace):
-    config = PlayerConfig()
+    config = PlayerConfig(cpu_m_per_core=400.0, overcommit=4.0)
     chosen = select(trace, 1000.0, config, seed=3)
     cost = sum(n * trace.vms[vm].request_cores * 100 for vm, n in chosen)
     assert 0 < cost <= 1000
