@@ -468,6 +468,72 @@ def pod_body(contender: str, j: int, p: PodPlan) -> dict[str, Any]:
     }
 
 
+class Services:
+    """One run's sandbox, simulator, watcher (on Prometheus or metrics-server), Redis and the
+    contenders' schedulers; `stop` ends whatever of it started."""
+
+    def __init__(
+        self,
+        work: Path,
+        specs: list[NodeSpec],
+        config: SimulatorConfig,
+        contenders: list[str],
+        source: str = "prometheus",
+    ) -> None:
+        self.work, self.specs, self.config, self.contenders = work, specs, config, contenders
+        self.from_metrics_server = source == "metrics-server"
+        self.plane = ControlPlane(
+            work / "sandbox",
+            Ports.free(),
+            die_with_parent=True,
+            metrics_server=self.from_metrics_server,
+        )
+        self.stack = Stack(work / "services")
+        self.exporter: SyntheticExporter | None = None
+        self.simulator: Simulator | None = None
+        self.api: Any = None
+        self.watcher_url = ""
+
+    def start(self) -> Any:
+        """The API client, every contender running and the watcher reporting every node."""
+        plane, stack = self.plane, self.stack
+        plane.start(self.specs)
+        self.api = api = plane.api_client()
+        ensure_namespace(api, NAMESPACE)
+        if not self.from_metrics_server:
+            self.exporter = SyntheticExporter().start()
+        self.simulator = Simulator(
+            api, self.exporter, self.config, kwok_usage=self.from_metrics_server
+        ).start()
+        if not self.simulator.wait_synced(60):
+            raise TimeoutError("the simulator could not list nodes and pods")
+        redis_url = stack.start_redis()
+        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
+        if self.exporter is None:
+            env["BALLAST_PROVIDER"] = "metrics-server"
+            self.watcher_url = stack.start_watcher("", redis_url, env)
+        else:
+            prom = stack.start_prometheus(self.exporter.target)
+            self.watcher_url = stack.start_watcher(prom, redis_url, env)
+        _wait_watcher(self.watcher_url, [s.name for s in self.specs])
+        for c in self.contenders:
+            start_contender(plane, c, self.watcher_url, self.work)
+        return api
+
+    def stop(self) -> None:
+        # The schedulers first, while the apiserver still answers their last calls.
+        for c in self.contenders:
+            stop_scheduler(self.plane, c)
+        self.stack.stop()
+        if self.simulator is not None:
+            self.simulator.stop(timeout=2.0)
+        if self.exporter is not None:
+            self.exporter.stop()
+        if self.api is not None:
+            self.api.close()
+        self.plane.stop()
+
+
 def run_one(
     scenario: Scenario,
     seed: int,
@@ -484,34 +550,12 @@ def run_one(
         for i, n in enumerate(node_plans)
     ]
     work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-{scenario.name}-{seed}-"))
-    from_metrics_server = source == "metrics-server"
-    plane = ControlPlane(
-        work / "sandbox", Ports.free(), die_with_parent=True, metrics_server=from_metrics_server
-    )
-    stack = Stack(work / "services")
-    exporter = simulator = api = None
+    services = Services(work, specs, config, contenders, source)
+    plane = services.plane
     ok = False
     try:
         started = time.monotonic()
-        plane.start(specs)
-        api = plane.api_client()
-        ensure_namespace(api, NAMESPACE)
-        if not from_metrics_server:
-            exporter = SyntheticExporter().start()
-        simulator = Simulator(api, exporter, config, kwok_usage=from_metrics_server).start()
-        if not simulator.wait_synced(60):
-            raise TimeoutError("the simulator could not list nodes and pods")
-        redis_url = stack.start_redis()
-        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
-        if from_metrics_server:
-            env["BALLAST_PROVIDER"] = "metrics-server"
-            watcher_url = stack.start_watcher("", redis_url, env)
-        else:
-            prom = stack.start_prometheus(exporter.target)
-            watcher_url = stack.start_watcher(prom, redis_url, env)
-        _wait_watcher(watcher_url, [s.name for s in specs])
-        for c in contenders:
-            start_contender(plane, c, watcher_url, work)
+        api = services.start()
         say(f"  stack and {len(contenders)} schedulers up in {time.monotonic() - started:.0f} s")
 
         tracker = BindTracker(api, NAMESPACE)
@@ -560,17 +604,7 @@ def run_one(
         return {"scenario": scenario.name, "seed": seed, "contenders": results}
     finally:
         stopping = time.monotonic()
-        # The schedulers first, while the apiserver still answers their last calls.
-        for c in contenders:
-            stop_scheduler(plane, c)
-        stack.stop()
-        if simulator is not None:
-            simulator.stop(timeout=2.0)
-        if exporter is not None:
-            exporter.stop()
-        if api is not None:
-            api.close()
-        plane.stop()
+        services.stop()
         say(f"  stack stopped in {time.monotonic() - stopping:.0f} s")
         if ok:
             shutil.rmtree(work, ignore_errors=True)
