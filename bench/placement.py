@@ -50,6 +50,8 @@ from sandbox.kube_scheduler import start_kube_scheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import NodeCapacity, PodUse, Simulator, SimulatorConfig, node_loads
+from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.trace import for_scenarios
 from sandbox.trimaran import (
     LOAD_VARIATION_RISK_BALANCING,
     TARGET_LOAD_PACKING,
@@ -130,9 +132,11 @@ SCENARIOS = {
                  "Deployments use 3x their request, half 0.2x", per_wave=32, gap=40.0,
                  misleading=True, deployments=16),
         Scenario("hot-nodes", "steady waves; 20 % of nodes start at 70-85 % CPU", hot_fraction=0.2),
+        # Its own plan and run (bench.placement_trace, --trace PATH): these fields go unused.
+        Scenario("trace", "Bitbrains VMs as Deployments arriving in 4 waves while a day plays"),
     )
 }  # fmt: skip
-QUICK_SCENARIOS = ("steady", "burst")
+QUICK_SCENARIOS = ("steady", "burst", "trace")
 
 
 # -- the plan: nodes and pods, a pure function of scenario and seed -----------------------------
@@ -661,7 +665,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--source", choices=SOURCES, default="prometheus", help="what the watcher reads"
     )
+    parser.add_argument(
+        "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
+    )
     args = parser.parse_args(argv)
+    from bench import placement_trace  # it builds on this module
+
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     seeds = list(SEEDS)
     if args.quick:
@@ -669,6 +678,13 @@ def main(argv: list[str] | None = None) -> int:
         seeds = seeds[:1]
     if args.seeds:
         seeds = list(range(1, args.seeds + 1))
+    trace = None
+    if "trace" in names and args.source != "prometheus":
+        print("trace scenario left out: kwok's usage annotations do not follow a trace")
+    elif "trace" in names:
+        trace = for_scenarios(args.trace, bool(args.scenarios))
+    if trace is None and "trace" in names:
+        names.remove("trace")
     suffix = "" if args.source == "prometheus" else f"-{args.source}"
     out = args.out or RESULTS / f"placement{'-quick' if args.quick else ''}{suffix}.json"
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
@@ -679,9 +695,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         for seed in seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
-            run = run_one(
-                SCENARIOS[name], seed, contenders, args.nodes, say=_say, source=args.source
-            )
+            if name == "trace":
+                run = placement_trace.run_one(seed, contenders, trace, say=_say)
+            else:
+                run = run_one(
+                    SCENARIOS[name], seed, contenders, args.nodes, say=_say, source=args.source
+                )
             runs.append(run)
             for c, r in run["contenders"].items():
                 print(
@@ -711,11 +730,14 @@ def main(argv: list[str] | None = None) -> int:
             "scenarios": {n: SCENARIOS[n].about for n in names},
             "contenders": {c: DESCRIPTIONS[c] for c in contenders},
         },
-        "feasibility": feasibility(names, seeds, args.nodes),
+        "feasibility": feasibility([n for n in names if n != "trace"], seeds, args.nodes),
         "summary": summary,
         "goals": goals(summary),
         "runs": runs,
     }
+    if trace is not None:
+        doc["setup"]["trace"] = placement_trace.setup(trace)
+        print(placement_trace.markdown(doc))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"results: {out} ({doc['seconds']} s)")

@@ -34,21 +34,21 @@ from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import SimulatorConfig
 from sandbox.trace import Trace
-from sandbox.trace_player import PlayerConfig, TracePlayer, select, workload_name
+from sandbox.trace_player import (
+    STEPS_PER_DAY,
+    PlayerConfig,
+    TracePlayer,
+    day_start,
+    select,
+    workload_name,
+)
 
 FILL = 0.9  # of the pool's CPU, in scaled requests
-STEPS_PER_DAY = 288
 PLAYER = PlayerConfig()
 REPLAY_SECONDS = STEPS_PER_DAY * PLAYER.step_seconds  # one day
 WINDOW = float(rb.WATCHER_ENV["BALLAST_WINDOW"])  # the false-eviction horizon
 PLACE_TIMEOUT = 180.0
 HEATMAP_EVERY = 2.0  # seconds between the heatmap's columns
-
-
-def window(trace: Trace, seed: int) -> int:
-    """The first step of the day seed `seed` replays: days 1, 2, ... (day 0 comes before)."""
-    days = max(1, trace.steps // STEPS_PER_DAY - 1)
-    return (1 + (seed - 1) % days) * STEPS_PER_DAY
 
 
 def deployment(vm: str, replicas: int, contender: str, player: TracePlayer) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def false_evictions(
 def run_one(
     scenario: rb.Scenario, seed: int, contenders: list[str], trace: Trace, say=print
 ) -> dict[str, Any]:
-    first = window(trace, seed)
+    first = day_start(trace, seed)
     chosen = select(trace, FILL * rb.NODES * rb.NODE_CPU * 1000, PLAYER, seed)
     player = TracePlayer(trace, {workload_name(vm): vm for vm, _ in chosen}, PLAYER, first)
     rng = random.Random(f"rebalance:trace:{seed}")

@@ -77,6 +77,16 @@ def workload_name(vm_id: str) -> str:
     return f"vm{vm_id}"
 
 
+STEPS_PER_DAY = 288
+
+
+def day_start(trace: Trace, seed: int) -> int:
+    """The first step of the day a benchmark's seed replays: days 1, 2, ... in turn (day 0
+    is what came before every window)."""
+    days = max(1, trace.steps // STEPS_PER_DAY - 1)
+    return (1 + (seed - 1) % days) * STEPS_PER_DAY
+
+
 def select(
     trace: Trace, cpu_budget_m: float, config: PlayerConfig, seed: int
 ) -> list[tuple[str, int]]:

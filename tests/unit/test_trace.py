@@ -9,7 +9,14 @@ import pytest
 
 from sandbox.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
 from sandbox.trace import STEP_SECONDS, TraceError, load
-from sandbox.trace_player import PlayerConfig, TracePlayer, deployment_of, replicas, select
+from sandbox.trace_player import (
+    PlayerConfig,
+    TracePlayer,
+    day_start,
+    deployment_of,
+    replicas,
+    select,
+)
 
 T0 = 1375308176
 SUBSET_HEADER = (
@@ -215,10 +222,28 @@ def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
     from sandbox.trace import Trace
 
     week = Trace(trace.start, 7 * 288, trace.vms, "x")
-    assert [rt.window(week, s) for s in (1, 2, 6, 7)] == [288, 576, 1728, 288]
+    assert [day_start(week, s) for s in (1, 2, 6, 7)] == [288, 576, 1728, 288]
     body = rt.deployment("2", 3, "ballast", player(trace))
     assert body["metadata"]["name"] == "vm2" and body["spec"]["replicas"] == 3
     assert body["spec"]["selector"] == {"matchLabels": {"app": "vm2"}}
     container = body["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"] == {"cpu": "400m", "memory": str(4096 * 1024 // 16)}
     assert rt.pdb("2")["spec"]["selector"] == {"matchLabels": {"app": "vm2"}}
+
+
+def test_placement_trace_replicas_arrive_in_consecutive_waves(trace):
+    from bench import placement_trace as pt
+    from sandbox.trace import Trace
+
+    week = Trace(trace.start, 7 * 288, trace.vms, "x")
+    nodes, pods, waves, chosen = pt.plan(week, seed=1)
+    assert len(nodes) == pt.NODES and len(pods) == len(waves) == sum(n for _, n in chosen)
+    assert sum(p.cpu_m for p in pods) <= pt.FILL * pt.NODES * pt.NODE_CPU * 1000
+    for v, (_, n) in enumerate(chosen):
+        mine = [w for p, w in zip(pods, waves, strict=True) if p.deployment == v]
+        assert len(mine) == n and mine == list(range(mine[0], mine[0] + n))
+        assert 0 <= mine[0] and mine[-1] < pt.WAVES
+    series = [[95.0, 50.0], [101.0, 91.0]]
+    got = pt.measure_over_time(series)
+    assert got["node_seconds_over_100"] == 1 and got["node_seconds_over_90"] == 3
+    assert got["max_cpu_over_time"] == [95.0, 101.0]
