@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -78,6 +80,15 @@ class Config:
     prometheus_token_file: str = ""
     prometheus_ca_file: str = ""
     insecure_skip_verify: bool = False
+    # Basic auth (the password or a file holding it), the other way stores guard their API.
+    prometheus_username: str = ""
+    prometheus_password: str = ""
+    prometheus_password_file: str = ""
+    # A client certificate, for a store that requires one (mutual TLS).
+    prometheus_cert_file: str = ""
+    prometheus_key_file: str = ""
+    # Sent with every query: a tenant (Mimir's X-Scope-OrgID, Thanos's THANOS-TENANT).
+    prometheus_headers: dict[str, str] = field(default_factory=dict)
     provider_timeout: float = defaults.PROVIDER_TIMEOUT
     node_label: str = defaults.NODE_LABEL
     query_preset: str = defaults.QUERY_PRESET
@@ -206,6 +217,8 @@ class Config:
             problems.append(f"provider must be one of {', '.join(PROVIDERS)}")
         if self.provider == "prometheus" and not self.prometheus_url:
             problems.append("prometheus_url is required for the prometheus provider")
+        if self.provider == "prometheus":
+            problems.extend(_provider_problems(self))
         if self.query_preset not in PRESETS:
             problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
         for name in (
@@ -249,6 +262,55 @@ class Config:
         return self
 
 
+# An HTTP header name (RFC 9110's token).
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _provider_problems(config: Config) -> list[str]:
+    """The Prometheus provider's URL, credentials, TLS files and headers, checked before the
+    first query so a mistake is one clear message at start, not a poll failing every interval."""
+    problems = []
+    url = urlsplit(config.prometheus_url)
+    if config.prometheus_url and (url.scheme not in ("http", "https") or not url.netloc):
+        problems.append(f"prometheus_url must be an http(s) URL, not {config.prometheus_url!r}")
+    if re.search(r"/api/v1(/[a-z_]*)?/?$", url.path):
+        problems.append(
+            "prometheus_url is the base URL the store serves /api/v1 under (with its path "
+            f"prefix, such as /select/0/prometheus), not {url.path!r}"
+        )
+    tls = [n for n in ("prometheus_ca_file", "prometheus_cert_file") if getattr(config, n)]
+    if tls and url.scheme == "http":
+        problems.append(f"{' and '.join(tls)} set, but prometheus_url is not https")
+    if bool(config.prometheus_cert_file) != bool(config.prometheus_key_file):
+        problems.append("prometheus_cert_file and prometheus_key_file go together")
+    token = config.prometheus_token or config.prometheus_token_file
+    password = config.prometheus_password or config.prometheus_password_file
+    if token and config.prometheus_username:
+        problems.append("use a bearer token or basic auth (prometheus_username), not both")
+    if password and not config.prometheus_username:
+        problems.append("prometheus_password(_file) needs prometheus_username")
+    if config.prometheus_username and not password:
+        problems.append("prometheus_username needs prometheus_password or _password_file")
+    for name in (
+        "prometheus_token_file",
+        "prometheus_password_file",
+        "prometheus_ca_file",
+        "prometheus_cert_file",
+        "prometheus_key_file",
+    ):
+        path = getattr(config, name)
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            problems.append(f"{name}: {path} is not a readable file")
+    for name, value in config.prometheus_headers.items():
+        if not HEADER_NAME.match(name):
+            problems.append(f"prometheus_headers: {name!r} is not a header name")
+        elif "\r" in value or "\n" in value:
+            problems.append(f"prometheus_headers: the value of {name} has a line break")
+        elif name.lower() == "authorization" and (token or config.prometheus_username):
+            problems.append("prometheus_headers sets Authorization, and so do the credentials")
+    return problems
+
+
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 
@@ -271,6 +333,16 @@ def _coerce(name: str, value: Any) -> Any:
             if isinstance(value, str):
                 return [v.strip() for v in value.split(",") if v.strip()]
             return [str(v) for v in value]
+        if kind == "dict[str, str]":
+            # In the environment as YAML too: `X-Scope-OrgID: team-a`, or `{A: x, B: y}`.
+            if isinstance(value, str):
+                try:
+                    value = yaml.safe_load(value) if value.strip() else {}
+                except yaml.YAMLError as exc:
+                    raise ValueError(str(exc)) from exc
+            if not isinstance(value, dict):
+                raise ValueError("expected a mapping")
+            return {str(k): str(v) for k, v in value.items()}
         if kind == "list[dict[str, Any]]":
             if isinstance(value, str):
                 value = yaml.safe_load(value)

@@ -26,6 +26,18 @@ LAST_POLL = {
         "ok": {"type": "boolean"},
         "error": NULLABLE_STRING,
         "duration": NUMBER,
+        "partial": {
+            "type": "object",
+            "nullable": True,
+            "description": "metric key -> the store's note, for answers it said were partial",
+            "additionalProperties": {"type": "string"},
+        },
+        "lacking": {
+            "type": "object",
+            "nullable": True,
+            "description": "metric key -> nodes left out of partial answers (kept, aging)",
+            "additionalProperties": {"type": "integer"},
+        },
     },
 }
 STATE = {"type": "string", "enum": ["fresh", "stale", "expired"]}

@@ -92,7 +92,11 @@ class PrometheusPods:
         values = {}
         try:
             for key, scale in (("cpu", 1000.0), ("memory", 1.0)):
-                items = self.provider.vector(self.queries[key], result.time)
+                items, partial = self.provider.answer(self.queries[key], result.time)
+                if partial:
+                    # A pod's use is a sum over its containers: from part of its series it
+                    # reads low, and a profile learns better from no poll than a low one.
+                    raise ProviderError("partial", f"pod {key}: partial answer ({partial})")
                 values[key], rejected = validate_pods(items, scale)
                 result.rejected.update(rejected)
         except ProviderError as exc:

@@ -20,6 +20,7 @@ from shared.lifecycle import Lifecycle
 from watcher import defaults, snapshot
 from watcher.config import Config
 from watcher.errors import ProviderError, StoreError
+from watcher.lacking import Lacking
 from watcher.nodenames import NodeNamer
 from watcher.providers.base import Fetch, Provider
 from watcher.store import Store
@@ -67,6 +68,8 @@ class Poller:
         self.poll_seconds = 0.0
         self.poll_errors: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
+        self.partial_answers: Counter[str] = Counter()  # by metric key
+        self.lacking = Lacking()
         self.store_errors = 0
         self._failures = 0
         self._retry_at = 0.0
@@ -219,15 +222,21 @@ class Poller:
         for key, error in fetch.errors.items():
             self.poll_errors[error.reason] += 1
             self._log_once(f"provider:{key}:{error.reason}", f"query {key} failed: {error}")
+        for key, note in fetch.partial.items():
+            self.partial_answers[key] += 1
+            self._log_once(f"partial:{key}", f"query {key}: partial answer ({note})")
         frame = self._frame(fetch)
         if frame is not None:
             self.window.add(frame)
         self.window.trim(time.time())
+        self.lacking.update(fetch, frame)
         ok = not fetch.errors
         if frame is not None:
             self.last_success = fetch.time
         if ok:
             self._logged = {k for k in self._logged if not k.startswith("provider:")}
+        if not fetch.partial:
+            self._logged = {k for k in self._logged if not k.startswith("partial:")}
         self.polls += 1
         duration = time.perf_counter() - start
         self.poll_seconds += duration
@@ -236,7 +245,13 @@ class Poller:
             "ok": ok,
             "error": "; ".join(f"{k}: {e}" for k, e in fetch.errors.items()) or None,
             "duration": round(duration, 4),
+            # The store's note per metric whose answer lacked data, and how many nodes are
+            # missing from such answers (kept at their last window, aging: watcher/lacking.py).
+            "partial": dict(fetch.partial) or None,
+            "lacking": self.lacking.counts() or None,
         }
+        nodes = snapshot.node_stats(self.window, self.specs, self.config, self.lacking.nodes)
+        self.lacking.known(nodes)
         self.seq += 1
         version = f"{self.holder}:{self.seq}"
         doc = snapshot.build(
@@ -245,7 +260,7 @@ class Poller:
             config=self.config,
             specs=self.specs,
             source=self.provider.source,
-            nodes=snapshot.node_stats(self.window, self.specs, self.config),
+            nodes=nodes,
             last_poll=self.last_poll,
             last_success=self.last_success,
             leader=self.holder,
@@ -267,6 +282,7 @@ class Poller:
             "pollSeconds": round(self.poll_seconds, 4),
             "pollErrors": dict(self.poll_errors),
             "rejected": dict(self.rejected),
+            "partialAnswers": dict(self.partial_answers),
             "storeErrors": self.store_errors,
         }
 

@@ -48,6 +48,7 @@ def poller_figures(poller: Any) -> dict[str, Any]:
         **poller.counters(),
         "leading": bool(poller.leading),
         "lastDuration": poller.last_poll.get("duration") or 0.0,
+        "lastPartial": bool(poller.last_poll.get("partial")),
         "pods": pods.counters() if pods is not None else {},
     }
 
@@ -138,6 +139,19 @@ class ReplicaCollector:
             value=fig.get("storeErrors", 0),
         )
         yield from _by_reason(fig, "ballast_watcher", "provider queries", "samples")
+        yield GaugeMetricFamily(
+            "ballast_watcher_poll_partial",
+            "1 when the store answered this replica's last poll partially (data missing)",
+            value=1.0 if fig.get("lastPartial") else 0.0,
+        )
+        partial = CounterMetricFamily(
+            "ballast_watcher_partial_answers",
+            "Query answers the store said were partial, by metric, this replica",
+            labels=["metric"],
+        )
+        for key, count in sorted(fig.get("partialAnswers", {}).items()):
+            partial.add_metric([key], count)
+        yield partial
         pods = fig.get("pods") or {}
         for name, key, text in (
             ("pod_polls", "polls", "Pod usage polls by this replica (workload profiles)"),

@@ -20,17 +20,27 @@ from watcher.window import Window
 STAT_FIELDS = ("avg", "std", "min", "max", "p95", "latest", "count", "first", "last", "horizon")
 
 
-def node_stats(window: Window, specs: list[MetricSpec], config: Config) -> dict[str, Any]:
-    """{node: {metric key: [avg, std, min, max, p95, latest, count, first, last, horizon]}}."""
+def node_stats(
+    window: Window,
+    specs: list[MetricSpec],
+    config: Config,
+    lacking: dict[str, set[str]] | None = None,
+) -> dict[str, Any]:
+    """{node: {metric key: [avg, std, min, max, p95, latest, count, first, last, horizon]}}.
+    Nodes in `lacking` (per key: left out of a partial answer, watcher/lacking.py) get the
+    shortest horizon."""
     nodes = window.nodes()
     out: dict[str, dict[str, list]] = {n: {} for n in nodes}
     if not nodes:
         return {}
     low, high = config.horizon_bounds
+    index = {n: i for i, n in enumerate(nodes)} if lacking else {}
     for spec in specs:
         times, values = window.matrix(spec.key, nodes)
         s = summarize(times, values)
         s["horizon"] = horizon(s["volatility"], config.tolerance, low, high)
+        cut = [index[n] for n in (lacking or {}).get(spec.key, ()) if n in index]
+        s["horizon"][cut] = np.minimum(s["horizon"][cut], low)
         columns = [
             np.round(s[f], 3).tolist() if f != "count" else s[f].tolist() for f in STAT_FIELDS
         ]

@@ -13,11 +13,14 @@ RawSeries = dict[str, list[tuple[str | None, Any]]]
 
 @dataclass
 class Fetch:
-    """One poll's answer: values at `time` per metric, and the metrics whose query failed."""
+    """One poll's answer: values at `time` per metric, the metrics whose query failed, and
+    those whose answer the store said was partial (key -> the store's note): the nodes such an
+    answer lacks are missing data, not idle nodes."""
 
     time: float
     series: RawSeries = field(default_factory=dict)
     errors: dict[str, ProviderError] = field(default_factory=dict)
+    partial: dict[str, str] = field(default_factory=dict)
 
 
 class Provider(Protocol):

@@ -1,0 +1,140 @@
+"""A store that loses one of its parts answers partially: the nodes it lacks keep their last
+window and turn stale (never idle), the others stay fresh, and all is fresh again once the part
+is back. The store is real: a Prometheus front over two Prometheus shards (store_support.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from scheduler.backend.metrics_client import MetricsClient
+from scheduler.framework import CycleState, Snapshot
+from scheduler.plugins.helpers import loadview
+from scheduler.rebalancer.classify import COLD, HOT, UNKNOWN, classify
+from scheduler.rebalancer.settings import ResourceRule
+from shared import wire
+from tests.fixtures.ports import wait_for
+from tests.integration.store_support import Front, Shard
+from tests.unit.plugin_helpers import make_node
+
+LOAD = {  # node -> (cpu %, memory %), shard a's nodes and shard b's
+    "part-a-busy": (85.0, 60.0),
+    "part-a-idle": (10.0, 20.0),
+    "part-b-busy": (90.0, 70.0),
+    "part-b-idle": (5.0, 10.0),
+}
+ON_B = {"part-b-busy", "part-b-idle"}
+ON_A = set(LOAD) - ON_B
+# Fresh for as long as the expiry when the load is still (the adaptive horizon's upper bound),
+# two polls (horizon_min) once the store says it lacks the node.
+TIMING = {"window": 60.0, "expiry": 40.0, "warm_start": False}
+
+
+@pytest.fixture
+def sharded(make_exporter, tmp_path):
+    exporters = {"a": make_exporter(), "b": make_exporter()}
+    for node, (cpu, memory) in LOAD.items():
+        exporters["b" if node in ON_B else "a"].set(node, cpu=cpu, memory=memory)
+    shards = [Shard(tmp_path / f"shard-{n}", n, [e.target]) for n, e in exporters.items()]
+    front = Front(tmp_path / "front", shards)
+    try:
+        for server in [*shards, front]:
+            server.start()
+        yield shards[0], shards[1], front
+    finally:
+        for server in [front, *shards]:
+            server.stop()
+
+
+def states(watcher) -> dict[str, dict]:
+    return watcher.json("/api/v1/nodes")["nodes"]
+
+
+def check_never_idle(nodes: dict[str, dict]) -> None:
+    """Every value the watcher gives is the node's true load, kept or new, never a zero."""
+    for node, doc in nodes.items():
+        for key, true in zip(("cpu", "memory"), LOAD[node], strict=True):
+            metric = doc["metrics"][key]
+            assert abs(metric["latest"] - true) < 3 and abs(metric["avg"] - true) < 3, (node, doc)
+
+
+def scheduler_view(watcher) -> dict[str, tuple[str, str, float]]:
+    """node -> (rebalancer's class, the cpu fallback's reason, its weight), through the
+    scheduler's own client and helpers."""
+    client = MetricsClient(watcher.url, timeout=10)
+    assert client.refresh()
+    loads = client.loads()
+    snap = Snapshot(nodes={}, loads=loads, now=time.time())
+    rules = (ResourceRule("cpu", high=80.0, low=50.0), ResourceRule("memory", high=80.0, low=50.0))
+    view = classify(LOAD, loads, rules, "absolute")
+    out = {}
+    for node in LOAD:
+        used = loadview.usage(CycleState(), make_node(node, cpu="4", memory="16Gi"), snap, "cpu")
+        out[node] = (view.state[node], used.reason, used.weight)
+    return out
+
+
+def test_a_lost_shard_leaves_its_nodes_stale_never_idle(sharded, make_watcher):
+    _, shard_b, front = sharded
+    watcher = make_watcher(front.url, **TIMING)
+    watcher.wait_nodes(sorted(LOAD), timeout=60)
+    wait_for(
+        lambda: {n["state"] for n in states(watcher).values()} == {"fresh"},
+        timeout=30,
+        what="every node fresh",
+    )
+    check_never_idle(states(watcher))
+    before = scheduler_view(watcher)
+    assert before["part-a-busy"][:2] == (HOT, loadview.FRESH)
+    assert before["part-b-busy"][:2] == (HOT, loadview.FRESH)
+
+    shard_b.stop()
+    status = wait_for(
+        lambda: (s := watcher.status())["lastPoll"].get("partial") and s,
+        timeout=20,
+        what="a poll marked partial",
+    )
+    assert status["lastPoll"]["ok"] is True
+    assert set(status["lastPoll"]["partial"]) == {"cpu", "memory"}
+    assert "remote_read" in status["lastPoll"]["partial"]["cpu"]
+
+    def b_stale() -> dict | None:
+        nodes = states(watcher)
+        check_never_idle(nodes)  # at every look while the shard is away
+        assert all(nodes[n]["state"] == "fresh" for n in ON_A), nodes
+        return nodes if all(nodes[n]["state"] == "stale" for n in ON_B) else None
+
+    wait_for(b_stale, timeout=20, what="shard b's nodes stale")
+    status = watcher.status()
+    assert status["lastPoll"]["lacking"] == {"cpu": 2, "memory": 2}
+    assert status["counters"]["partialAnswers"]["cpu"] >= 1
+    metrics = watcher.get("/metrics").text
+    assert "ballast_watcher_poll_partial 1.0" in metrics
+    assert 'ballast_watcher_partial_answers_total{metric="cpu"}' in metrics
+    # load-watcher's envelope still carries them, at their last values.
+    envelope = watcher.json("/watcher?host=part-b-busy")["data"]["NodeMetricsMap"]["part-b-busy"]
+    cpu = {m["operator"]: m["value"] for m in envelope["metrics"] if m["type"] == wire.CPU}
+    assert cpu[wire.AVG] > 85 and cpu[wire.LATEST] > 85
+
+    # The scheduler falls back for shard b's nodes only; the rebalancer leaves them unknown.
+    view = scheduler_view(watcher)
+    for node in ON_B:
+        rebalancer, reason, weight = view[node]
+        assert (rebalancer, reason) == (UNKNOWN, loadview.STALE) and weight < 1.0, view
+    assert view["part-a-busy"] == (HOT, loadview.FRESH, 1.0)
+    assert view["part-a-idle"] == (COLD, loadview.FRESH, 1.0)
+
+    # The shard comes back: fresh within two polls of the store having the data again.
+    shard_b.start()
+    shard_b.wait_for_series('irate(node_cpu_seconds_total{instance="part-b-busy"}[5s])', 1)
+    polls = watcher.status()["counters"]["polls"]
+    wait_for(
+        lambda: all(states(watcher)[n]["state"] == "fresh" for n in ON_B),
+        timeout=20,
+        what="shard b's nodes fresh again",
+    )
+    assert watcher.status()["counters"]["polls"] <= polls + 2
+    status = watcher.status()
+    assert status["lastPoll"]["partial"] is None and status["lastPoll"]["lacking"] is None
+    check_never_idle(states(watcher))
