@@ -18,7 +18,7 @@ from typing import Any
 from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
-from watcher import decisions_proxy, openapi, selfmetrics
+from watcher import decisions_proxy, health, openapi, selfmetrics
 from watcher import gpus as gpu_view
 from watcher.config import Config
 from watcher.errors import StoreError
@@ -136,14 +136,18 @@ def create_app(
     holder: str,
     poller: Any = None,
     figures: Callable[[], dict[str, Any] | None] | None = None,
+    seated: Callable[[], float | None] = lambda: None,
 ) -> Flask:
     """`poller` is given when it runs in this process (memory store), for its live status;
-    `figures` reads what this replica's poller did when it runs in another process."""
+    `figures` reads what this replica's poller did when it runs in another process; `seated`,
+    when the replica's poller seat was taken (None: not held), for /healthz."""
     app = Flask("watcher")
     reader = SnapshotReader(store, config.snapshot_check if store.kind == "redis" else 0.0)
     if store.kind == "redis":
         reader.keep_fresh(max(1.0, config.snapshot_check))
     cache = BodyCache()
+    interval = config.poll_interval
+    wedged_after = health.wedge_limit(interval, config.provider_timeout)
     if poller is not None:
         figures = lambda: selfmetrics.poller_figures(poller)  # noqa: E731
     collector = selfmetrics.ReplicaCollector(reader, figures or (lambda: None))
@@ -169,6 +173,10 @@ def create_app(
         resp.headers["Vary"] = "Accept-Encoding"
         if reader.store_error:
             resp.headers["X-Ballast-Store"] = "unavailable; serving the last snapshot"
+        view = reader.view
+        if view is not None and request.path.startswith(("/watcher", "/api/v1/nodes")):
+            if mark := health.stale_mark(view, time.time(), interval):
+                resp.headers["X-Ballast-Stale"] = mark
         return resp
 
     def current() -> View | None:
@@ -384,6 +392,9 @@ def create_app(
             doc["counters"] = view.doc.get("counters")
             doc["snapshot"] = {"version": view.version, "built": view.doc["built"]}
             doc["nodes"] = view.states(time.time())
+            doc["dataAge"] = round(health.data_age(view, time.time()), 3)
+        ready, reasons = health.readiness(view, reader.store_error, time.time(), interval)
+        doc["serving"] = {"ready": ready, "reasons": reasons}
         return doc
 
     # -- the scheduler's decisions, for the dashboard (watcher/decisions_proxy.py) ---------------
@@ -414,25 +425,16 @@ def create_app(
     # -- operations ---------------------------------------------------------------------------
     @app.get("/healthz")
     def healthz() -> Response:
-        return Response(dumps({"ok": True}), mimetype="application/json")
+        ticked = health.figures_tick(figures() if figures is not None else None)
+        alive, why = health.liveness(seated(), ticked, time.time(), wedged_after)
+        body = {"ok": True} if alive else {"ok": False, "reason": why}
+        return Response(dumps(body), status=200 if alive else 503, mimetype="application/json")
 
     @app.get("/readyz")
     def readyz() -> Response:
-        view = current()
-        reasons = []
-        if reader.store_error:
-            reasons.append(f"store: {reader.store_error}")
-        if view is None:
-            reasons.append("no snapshot yet")
-        else:
-            last = view.last_poll
-            if not last.get("ok"):
-                reasons.append(f"provider: {last.get('error')}")
-            age = time.time() - (last.get("time") or 0)
-            if age > max(3 * config.poll_interval, config.lock_ttl + config.poll_interval):
-                reasons.append(f"last poll {age:.0f}s ago: no active poller")
-        body = {"ready": not reasons, "reasons": reasons}
-        return Response(dumps(body), status=503 if reasons else 200, mimetype="application/json")
+        ready, reasons = health.readiness(current(), reader.store_error, time.time(), interval)
+        body = {"ready": ready, "reasons": reasons}
+        return Response(dumps(body), status=200 if ready else 503, mimetype="application/json")
 
     @app.get("/metrics")
     def metrics() -> Response:

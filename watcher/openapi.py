@@ -571,7 +571,13 @@ def document(
                 {"200": _json("status", STATUS_DOC)},
                 guarded=guard("/api/v1/status"),
             ),
-            "/healthz": _get("Liveness", {"200": _json("alive", {"type": "object"})}),
+            "/healthz": _get(
+                "Liveness: 503 only for a wedged poller",
+                {
+                    "200": _json("alive", {"type": "object"}),
+                    "503": _json("wedged", {"type": "object"}),
+                },
+            ),
             "/readyz": _get(
                 "Readiness with reasons",
                 {"200": _json("ready", READY_DOC), "503": _json("not ready", READY_DOC)},

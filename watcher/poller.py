@@ -64,6 +64,7 @@ class Poller:
         self.last_poll: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
         self.last_success: float | None = None
         self.last_tick_seconds = 0.0
+        self.ticked_at: float | None = None  # every tick's start, standby or not (/healthz)
         self.polls = 0
         self.poll_seconds = 0.0
         self.poll_errors: Counter[str] = Counter()
@@ -147,6 +148,7 @@ class Poller:
 
     # -- one poll -----------------------------------------------------------------------------
     def tick(self) -> None:
+        self.ticked_at = time.time()
         with self._tick_lock:
             now = time.time()
             if now < self._retry_at or self._life.stopping.is_set():

@@ -18,12 +18,25 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from shared.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
+BACKOFF_MAX = 30.0  # seconds; the longest a worker whose poller failed waits to try again
+
+
+def seated_at(path: Path) -> float | None:
+    """When the seat at `path` was last taken, as its holder wrote it; None when nobody holds
+    it (any worker may ask: /healthz judges the holder by it). A holder killed outright leaves
+    its line behind until the next worker takes the seat, within `retry` seconds."""
+    try:
+        _, at = path.read_text().split()
+        return float(at)
+    except (OSError, ValueError):
+        return None
 
 
 class PollerSeat:
@@ -32,44 +45,68 @@ class PollerSeat:
         self.on_seated = on_seated
         self.retry = retry
         self.seated = threading.Event()
+        self.failures = 0  # pollers that failed to start here, each seat given up
         self._fd: int | None = None
         self._thread: threading.Thread | None = None
         self._life = Lifecycle("poller seat")
 
     def start(self) -> None:
-        """Try for the seat on a thread of its own; `on_seated` runs there once it is taken."""
+        """Try for the seat on a thread of its own; `on_seated` runs there once it is taken.
+        If it raises, the seat is given up (another worker takes it) and tried again later."""
         self._life.start(self._start)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop trying; a seat already taken stays held until `release` (or the process ends)."""
-        self._life.stop(self._stop, timeout)
+        """Stop trying, waiting at most `timeout` seconds for an `on_seated` in progress; a seat
+        already taken stays held until `release` (or the process ends)."""
+        self._life.stop(lambda: self._join(timeout), timeout)
 
     def release(self) -> None:
         """Hand the seat to another worker now, not only when this process has gone."""
         fd, self._fd = self._fd, None
         if fd is not None:
+            os.ftruncate(fd, 0)  # nobody holds it: /healthz has no holder to judge
             os.close(fd)  # closing the last descriptor of the file drops its flock
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="poller-seat", daemon=True)
         self._thread.start()
 
-    def _stop(self) -> None:
+    def _join(self, timeout: float) -> None:
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("poller seat: the poller still starting after %.1fs; leaving it",
+                            timeout)  # fmt: skip
 
     def _run(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        pause = self.retry
         while not self._life.stopping.is_set():
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if self._life.stopping.wait(self.retry):
-                    break
+                os.close(fd)
+                if self._life.stopping.wait(pause):
+                    return
+                pause = self.retry
                 continue
             self._fd = fd
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {time.time():.3f}\n".encode(), 0)
             log.info("worker %d runs the replica's poller", os.getpid())
-            self.on_seated()
+            try:
+                self.on_seated()
+            except Exception:
+                # A poller that cannot start (its provider, its store, the cluster's config)
+                # must not keep the seat: no worker of the replica would ever poll.
+                self.failures += 1
+                pause = min(self.retry * 2**self.failures, BACKOFF_MAX)
+                log.exception("worker %d: the poller failed to start; seat given up, trying "
+                              "again in %.0fs", os.getpid(), pause)  # fmt: skip
+                self.release()
+                # Another worker, trying every `retry`, takes it first.
+                if self._life.stopping.wait(pause):
+                    return
+                continue
             self.seated.set()
             return
-        os.close(fd)

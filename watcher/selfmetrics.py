@@ -47,6 +47,7 @@ def poller_figures(poller: Any) -> dict[str, Any]:
     return {
         **poller.counters(),
         "leading": bool(poller.leading),
+        "tickedAt": getattr(poller, "ticked_at", None),  # /healthz: a wedged poller's tell
         "lastDuration": poller.last_poll.get("duration") or 0.0,
         "lastPartial": bool(poller.last_poll.get("partial")),
         "pods": pods.counters() if pods is not None else {},

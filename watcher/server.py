@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from watcher.config import Config
 from watcher.errors import ConfigError
 from watcher.nodenames import KubeNodes, NodeNamer
 from watcher.poller import Poller
-from watcher.seat import PollerSeat
+from watcher.seat import PollerSeat, seated_at
 
 log = logging.getLogger(__name__)
 
@@ -155,16 +156,24 @@ class WatcherApplication(BaseApplication):
         if self.memory:
             self.poller = poller = make_poller(self.config, store, self.holder)
             poller.start()
-            return create_app(self.config, store, self.holder, poller)
-        self.seat = PollerSeat(self.rundir / "poller.lock", self._run_poller)
+            started = time.time()
+            return create_app(self.config, store, self.holder, poller, seated=lambda: started)
+        lock = self.rundir / "poller.lock"
+        self.seat = PollerSeat(lock, self._run_poller)
         self.seat.start()
-        return create_app(self.config, store, self.holder, figures=self.figures.read)
+        return create_app(self.config, store, self.holder, figures=self.figures.read,
+                          seated=lambda: seated_at(lock))  # fmt: skip
 
     def _run_poller(self) -> None:
         # Its own store (own connections): the API's threads never wait behind a poll.
-        self.poller = make_poller(self.config, stores.create(self.config), self.holder)
-        self.poller.start()
-        self.figures.export(self.poller, self._stop_export)
+        poller = make_poller(self.config, stores.create(self.config), self.holder)
+        try:
+            poller.start()
+        except Exception:
+            poller.stop()  # what did start (a scheduler thread) goes with the seat
+            raise
+        self.poller = poller
+        self.figures.export(poller, self._stop_export)
 
     def _when_ready(self, server: Any) -> None:
         if self.latch is not None and self.latch.received is not None:

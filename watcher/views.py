@@ -67,6 +67,10 @@ class View:
     def expired_count(self, now: float) -> int:
         return bisect.bisect_left(self._expiries, now)
 
+    def live(self, now: float) -> bool:
+        """Whether any node's metric is still inside its expiry: something valid to serve."""
+        return self.expired_count(now) < len(self._expiries)
+
     # -- load-watcher envelope ----------------------------------------------------------------
     def envelope(self, now: float, host: str | None = None) -> dict[str, Any] | None:
         """The /watcher answer; None when `host` has no live data."""

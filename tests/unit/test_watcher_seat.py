@@ -1,8 +1,12 @@
 """The poller seat: one holder of the replica's lock file at a time, handed on when released."""
 
+import logging
+import subprocess
+import sys
 import threading
 
-from watcher.seat import PollerSeat
+from tests.fixtures.ports import wait_for
+from watcher.seat import PollerSeat, seated_at
 
 
 def test_one_seat_at_a_time_and_the_next_takes_it_when_released(tmp_path):
@@ -45,3 +49,94 @@ def test_stop_before_start(tmp_path):
     seat.stop()
     seat.start()  # after a stop: does nothing
     assert not seat.seated.wait(0.1)
+
+
+def test_a_poller_that_fails_to_start_gives_the_seat_up(tmp_path, caplog):
+    lock = tmp_path / "poller.lock"
+    tried = threading.Event()
+
+    def broken() -> None:
+        tried.set()
+        raise RuntimeError("provider: no URL configured")
+
+    first = PollerSeat(lock, broken, retry=0.05)
+    second = PollerSeat(lock, lambda: None, retry=0.05)
+    with caplog.at_level(logging.INFO, logger="watcher.seat"):
+        first.start()
+        assert tried.wait(5)
+        second.start()
+        assert second.seated.wait(5)  # the seat was handed on, not kept by a dead start
+    assert not first.seated.is_set() and first.failures >= 1
+    failed = [r for r in caplog.records if "failed to start" in r.getMessage()]
+    assert failed and "no URL configured" in str(failed[0].exc_info[1])
+    assert seated_at(lock) is not None
+    for seat in (first, second):
+        seat.stop()
+        seat.release()
+    assert seated_at(lock) is None  # released: nobody to judge for /healthz
+
+
+def test_stop_honours_its_timeout_while_the_poller_hangs_starting(tmp_path):
+    hang = threading.Event()
+    seat = PollerSeat(tmp_path / "poller.lock", hang.wait, retry=0.05)
+    seat.start()
+    wait_for(lambda: seated_at(seat.path), timeout=5, what="the seat taken")
+    stopper = threading.Thread(target=seat.stop, args=(0.2,))
+    stopper.start()
+    stopper.join(10)  # joined without a timeout, stop would wait for the hung start for ever
+    assert not stopper.is_alive()
+    hang.set()
+
+
+HOLDER = """
+import sys, threading
+from pathlib import Path
+from watcher.seat import PollerSeat
+
+def starting():
+    print("starting", flush=True)
+    if sys.argv[2] == "hang":
+        threading.Event().wait()  # killed here, in the middle of starting the poller
+
+seat = PollerSeat(Path(sys.argv[1]), starting, retry=0.05)
+seat.start()
+seat.seated.wait()
+print("seated", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_worker_killed_while_starting_the_poller_frees_the_seat(tmp_path):
+    lock = tmp_path / "poller.lock"
+
+    def holder(mode: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), mode],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+    first = holder("hang")
+    second = None
+    try:
+        assert first.stdout.readline().strip() == "starting"
+        second = holder("ok")
+        assert not wait_quietly(lambda: seated_at(lock) and _pid(lock) == second.pid, 0.5)
+        first.kill()  # SIGKILL: no clean-up of its own, the kernel drops the flock
+        assert second.stdout.readline().strip() == "starting"
+        assert second.stdout.readline().strip() == "seated"
+        assert _pid(lock) == second.pid
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.wait(10)
+
+
+def _pid(lock) -> int:
+    return int(lock.read_text().split()[0])
+
+
+def wait_quietly(condition, timeout: float) -> bool:
+    try:
+        wait_for(condition, timeout=timeout, what="")
+    except AssertionError:
+        return False
+    return True
