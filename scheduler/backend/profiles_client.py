@@ -5,7 +5,9 @@ default), so one request every `interval` seconds, with ETag, is plenty. A faile
 answer keeps the last good profiles; a watcher without profiles (404: pod usage off, or an
 upstream load-watcher) leaves the estimator on requests, checked again every `idle` seconds.
 Profiles not refreshed for `max_age` seconds (the watcher's default profile window) are dropped:
-past that the watcher itself would have forgotten them.
+past that the watcher itself would have forgotten them. Each revision's own age limit is the
+estimator's (`maxProfileAgeSeconds`), counted on the watcher's clock: `built` plus the time the
+document has been held here (`WorkloadProfiles.held`), so no two hosts' clocks are compared.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import requests
@@ -97,15 +100,22 @@ class ProfilesClient:
         self.fetched = 0
         self.failures = 0
         self._profiles = self.EMPTY
+        self._fetched_at = 0.0  # monotonic time of the last document received (200)
         self._etag: str | None = None
         self._session = requests.Session()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def profiles(self) -> WorkloadProfiles:
-        if time.monotonic() - self.last_success > self.max_age:
+        now = time.monotonic()
+        if now - self.last_success > self.max_age:
             return self.EMPTY
-        return self._profiles
+        doc = self._profiles
+        if isinstance(doc, WorkloadProfiles) and doc.by_key:
+            # Held since its fetch: a document the watcher stopped rebuilding (answered 304
+            # since) ages with the time that passes here, not only with what it says of itself.
+            return replace(doc, held=now - self._fetched_at)
+        return doc
 
     def start(self) -> None:
         if not self.address or self._thread is not None:
@@ -148,7 +158,7 @@ class ProfilesClient:
             return True
         self._profiles = profiles
         self._etag = resp.headers.get("ETag")
-        self.last_success = time.monotonic()
+        self.last_success = self._fetched_at = time.monotonic()
         self.fetched += 1
         self.failures = 0
         return True

@@ -37,7 +37,10 @@ class WorkloadProfiles:
     """Every workload's profile by `namespace/Kind/name` (shared.workloads), as of `built`."""
 
     by_key: dict[str, WorkloadProfile] = field(default_factory=dict)
-    built: float = 0.0
+    built: float = 0.0  # the watcher's clock when it built them (0: unknown)
+    # Seconds the scheduler has held them since fetching (the profiles client's monotonic
+    # clock): `built + held` is the watcher's clock now, without comparing two hosts' clocks.
+    held: float = 0.0
 
     def __len__(self) -> int:
         return len(self.by_key)

@@ -10,7 +10,9 @@ and scores the feasible ones, as a cycle would. A target must be cold (or only n
 targetsMustBeCold is off), pass the filters and stay under every high threshold with the pod's
 predicted use added; when the hot node itself scores as well as the best such target, the
 scheduler could put the replacement back, and the pod stays. A node stops losing pods once its
-predicted use is under its high thresholds, or at its per-node limit.
+predicted use is under its high thresholds, or at its per-node limit. The replacement is
+predicted as the scheduler predicts a new pod (a profile's CPU never under its floor); what the
+victim takes off its node is its profile without the floor (an idle victim relieves nothing).
 
 The caller holds the cache's lock for the whole plan: the what-if edits are made on the cache's
 own objects (and the snapshot's recently bound CPU) and undone before `plan` returns.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.profile import Profile
@@ -90,6 +92,14 @@ class Judge:
         self.profile = profile
         self.settings = settings
         self.estimator = estimator
+        # What a victim takes off its node is what it uses now: its profile without the floor
+        # that guards a new replica's prediction (an idle victim relieves nothing).
+        self.leaving = victims.Estimator(
+            estimator.default_cpu_m,
+            estimator.multiplier,
+            replace(estimator.args, profile_floor=0.0),
+            estimator.profiles,
+        )
         self.busy = busy
 
     def plan(self, view: Classification, hot: list[str], snap: Snapshot) -> Plan:
@@ -133,7 +143,7 @@ class Judge:
         out: Plan,
     ) -> bool:
         """Plan moves off one hot node; False when the round's budget ran out."""
-        est = self.estimator
+        est, leaving = self.estimator, self.leaving
         before = dict(usage[node.name])
         candidates = []
         for pod in list(node.pods.values()):
@@ -143,7 +153,7 @@ class Judge:
             else:
                 candidates.append(pod)
         excess = view.excess(node.name)
-        ordered = victims.order(candidates, excess, lambda p, r: est.percent(p, node, r))
+        ordered = victims.order(candidates, excess, lambda p, r: leaving.percent(p, node, r))
         if not ordered:
             out.skips.append(Skip(node.name, "", NO_TARGET, "no pod may be moved"))
         for pod in ordered:
@@ -169,7 +179,7 @@ class Judge:
             if target is None:
                 out.skips.append(Skip(node.name, pod.key, detail[0], detail[1]))
                 continue
-            share = {r: est.percent(pod, node, r) for r in usage[node.name]}
+            share = {r: leaving.percent(pod, node, r) for r in usage[node.name]}
             moved = {r: est.percent(replacement, target, r) for r in usage[node.name]}
             target_before = dict(usage[target.name])
             for r in usage[node.name]:

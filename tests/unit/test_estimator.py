@@ -49,15 +49,19 @@ def replica(rev: str = "h2", cpu: str = "200m", memory: str = "256Mi") -> object
     )
 
 
-def rev(cpu_p95: float, samples: int = 50, distinct: int = 5, mem: float = 100 * MI) -> object:
+def rev(
+    cpu_p95: float, samples: int = 50, distinct: int = 5, mem: float = 100 * MI, last: float = 0.0
+) -> object:
     return RevisionProfile(
-        samples, distinct, 0.0, Percentiles(cpu_p95 / 2, cpu_p95, cpu_p95 * 1.2),
+        samples, distinct, last, Percentiles(cpu_p95 / 2, cpu_p95, cpu_p95 * 1.2),
         Percentiles(mem / 2, mem, mem * 1.5),
     )  # fmt: skip
 
 
-def profiles(**revisions: object) -> WorkloadProfiles:
-    return WorkloadProfiles({KEY: WorkloadProfile("Deployment", dict(revisions), "h2")})
+def profiles(built: float = 0.0, held: float = 0.0, **revisions: object) -> WorkloadProfiles:
+    """Revisions newest first, as the watcher lists them."""
+    w = WorkloadProfile("Deployment", dict(revisions), next(iter(revisions), ""))
+    return WorkloadProfiles({KEY: w}, built, held)
 
 
 def test_koordinator_scaling_limits_and_defaults() -> None:
@@ -86,6 +90,82 @@ def test_profile_then_previous_revision_then_requests() -> None:
     assert estimate(pod, profiles(h2=rev(900.0)), EstimatorArgs(use_profiles=False)).cpu_m == 170
 
 
+def test_an_idle_profile_predicts_its_floor() -> None:
+    pod = replica("h2", cpu="500m")  # Koordinator's rule: 425m; the caller's here: 750m
+    e = estimate(pod, profiles(h2=rev(5.0)), fallback=(750, 0))
+    assert (e.cpu_m, e.source, e.floored) == (300, PROFILE, True)  # 0.4 x 750m, not 5m
+    assert e.memory == 100 * MI  # memory is what the profile says
+    assert "(CPU at the floor)" in e.describe()
+    e = estimate(pod, profiles(h2=rev(5.0)))
+    assert (e.cpu_m, e.floored) == (170, True)  # 0.4 x Koordinator's 425m
+    e = estimate(pod, profiles(h2=rev(400.0)), fallback=(750, 0))
+    assert (e.cpu_m, e.floored) == (400, False)  # above the floor: the profile itself
+    e = estimate(pod, profiles(h2=rev(900.0, samples=3), h1=rev(5.0)), fallback=(750, 0))
+    assert (e.cpu_m, e.source, e.floored) == (300, PROFILE_PREVIOUS, True)
+    no_floor = EstimatorArgs(profile_floor=0.0)
+    assert estimate(pod, profiles(h2=rev(5.0)), no_floor, fallback=(750, 0)).cpu_m == 5
+
+
+def test_a_scale_out_of_an_idle_workload_spreads() -> None:
+    # Eight replicas of a workload whose replicas measure 5m, placed one after the other by
+    # TargetLoadPacking, each counted on its node as recently bound (as the cycle does): at
+    # ~0 each, all go to the node nearest the 40 % target; at the floor (0.4 x 750m = 300m,
+    # 7.5 % of a node) they fill nodes up to the target and move on, as 750m each would.
+    def placed(args: EstimatorArgs) -> dict[str, int]:
+        nodes = [make_node(f"n{i}", cpu="4") for i in range(6)]
+        percents = (10, 20, 25, 30, 32, 35)
+        loads = {n.name: {"cpu": stats(avg=p)} for n, p in zip(nodes, percents, strict=True)}
+        snap = snapshot(nodes, loads, recent={})
+        snap.workloads = profiles(h2=rev(5.0))
+        plugin = target_load_packing.Plugin(target_load_packing.Args(estimator=args))
+        count: dict[str, int] = {}
+        for _ in range(8):
+            pod = replica("h2", cpu="500m")
+            scores = plugin.score_all(CycleState(), pod, nodes, snap)
+            best = nodes[max(range(len(nodes)), key=lambda i: (scores[i], -i))].name
+            count[best] = count.get(best, 0) + 1
+            use = estimate(pod, snap.workloads, args, (750, 0)).cpu_m
+            snap.recent_cpu_m[best] = snap.recent_cpu_m.get(best, 0) + use
+        return count
+
+    assert placed(EstimatorArgs(profile_floor=0.0)) == {"n5": 8}
+    floored = placed(EstimatorArgs())  # {n0: 2, n1: 2, n2: 2, n3: 1, n4: 1}
+    assert max(floored.values()) <= 2 and len(floored) >= 5, floored
+    by_requests = placed(EstimatorArgs(use_profiles=False))  # two on n0 and n1, one elsewhere
+    assert max(by_requests.values()) <= 2 and len(by_requests) == 6, by_requests
+
+
+def test_a_profile_too_old_is_not_used() -> None:
+    pod = replica("h2", cpu="200m")
+    now = 10_000.0
+    fresh, old = rev(900.0, last=now - 599), rev(900.0, last=now - 601)
+    assert estimate(pod, profiles(now, h2=fresh)).source == PROFILE
+    assert estimate(pod, profiles(now, h2=old)).source == REQUESTS
+    # what the scheduler has held the document counts too
+    assert estimate(pod, profiles(now - 2, held=2.0, h2=old)).source == REQUESTS
+    assert estimate(pod, profiles(now - 2, held=1.0, h2=fresh)).source == PROFILE
+    # an old own revision falls back on an older one only if that one is recent enough
+    e = estimate(pod, profiles(now, h2=old, h1=rev(600.0, last=now - 10)))
+    assert (e.cpu_m, e.source) == (600, PROFILE_PREVIOUS)
+    assert estimate(pod, profiles(now, h2=old, h1=old)).source == REQUESTS
+    assert estimate(pod, profiles(now, h2=old), EstimatorArgs(max_profile_age=0)).cpu_m == 900
+    # a document without its time: the age is unknown, the profile is used
+    assert estimate(pod, profiles(h2=old)).source == PROFILE
+
+
+def test_the_previous_revision_is_only_an_older_one() -> None:
+    # The watcher lists revisions newest first: h2 (the rollout's), then h1.
+    newer_measured = profiles(h2=rev(2000.0), h1=rev(300.0, samples=3))
+    old_pod, new_pod = replica("h1", cpu="200m"), replica("h2", cpu="200m")
+    assert estimate(old_pod, newer_measured).source == REQUESTS  # never h2's figures
+    older_measured = profiles(h2=rev(2000.0, samples=3), h1=rev(300.0))
+    e = estimate(new_pod, older_measured)
+    assert (e.cpu_m, e.source, e.workload) == (300, PROFILE_PREVIOUS, f"{KEY}@h1")
+    # A revision the watcher does not list yet is newer than all it lists: the newest usable.
+    e = estimate(replica("h3", cpu="200m"), profiles(h2=rev(2000.0), h1=rev(300.0)))
+    assert (e.cpu_m, e.workload) == (2000, f"{KEY}@h2")
+
+
 def test_a_profile_from_two_replicas_uses_its_max() -> None:
     e = estimate(replica("h2"), profiles(h2=rev(900.0, distinct=2)))
     assert e.cpu_m == 1080 and e.memory == 150 * MI
@@ -103,6 +183,13 @@ def test_args_section_parses_and_refuses() -> None:
         Fields({"usageEstimate": {"statistic": "max", "minSamples": 3}}, "args")
     )
     assert args.statistic == "max" and args.min_samples == 3
+    args = parse_estimator_args(
+        Fields({"usageEstimate": {"profileFloor": 0.25, "maxProfileAgeSeconds": 0}}, "args")
+    )
+    assert args.profile_floor == 0.25 and args.max_profile_age == 0
+    for bad in ({"profileFloor": 1.5}, {"profileFloor": -0.1}, {"maxProfileAgeSeconds": -1}):
+        with pytest.raises(Exception, match=next(iter(bad))):
+            parse_estimator_args(Fields({"usageEstimate": bad}, "args"))
     with pytest.raises(Exception, match="statistic"):
         parse_estimator_args(Fields({"usageEstimate": {"statistic": "p99"}}, "args"))
     with pytest.raises(Exception, match="bogus"):
@@ -175,7 +262,11 @@ def test_a_profile_never_makes_the_load_threshold_refuse_what_requests_allow() -
     snap = snapshot([node], {"n1": {"cpu": stats(avg=79.0)}})
     snap.workloads = profiles(h2=rev(3000.0))
     assert not plugin.filter(CycleState(), pod, node, snap).ok
-    # and a light profile lets a pod onto a node its requests would keep off
+    # and a light profile lets a pod onto a node its requests would keep off (at 76 %: 76 +
+    # 7.5 with the request rule's 300m; 76 + 3 with the profile's 10m under its floor, 120m)
+    snap = snapshot([node], {"n1": {"cpu": stats(avg=76.0)}})
+    snap.workloads = profiles(h2=rev(3000.0))
+    assert not plugin.filter(CycleState(), pod, node, snap).ok
     snap.workloads = profiles(h2=rev(10.0))
     assert plugin.filter(CycleState(), pod, node, snap).ok
 
@@ -208,8 +299,8 @@ def test_profiles_client_etag_404_garbage_and_age() -> None:
     from scheduler.backend.profiles_client import ProfilesClient
 
     good = {"p50": 1, "p95": 2, "max": 3}
-    doc = {"workloads": {KEY: {"current": "h2", "revisions": {
-        "h2": {"samples": 12, "distinctPods": 3, "cpu": good, "memory": good}}}}}  # fmt: skip
+    h2 = {"samples": 12, "distinctPods": 3, "last": 5.0, "cpu": good, "memory": good}
+    doc = {"built": 5.0, "workloads": {KEY: {"current": "h2", "revisions": {"h2": h2}}}}
     answers = [(200, json.dumps(doc)), (304, ""), (200, "not json"), (404, "{}")]
     seen = []
 
@@ -231,7 +322,15 @@ def test_profiles_client_etag_404_garbage_and_age() -> None:
     try:
         c = ProfilesClient(f"http://127.0.0.1:{server.server_address[1]}", timeout=2)
         assert c.refresh() and len(c.profiles()) == 1
+        assert 0 <= c.profiles().held < 30 and c.profiles().built == 5.0
+        assert estimate(replica("h2"), c.profiles()).source == PROFILE
+        fetched = c._fetched_at
         assert c.refresh() and seen[1] == '"v1"' and len(c.profiles()) == 1  # 304: kept
+        # ... but aging: the same document, held 601 s more, is past the estimator's limit
+        assert c._fetched_at == fetched
+        c._fetched_at -= 601
+        assert c.profiles().held > 600
+        assert estimate(replica("h2"), c.profiles()).source == REQUESTS
         assert c.refresh() and c.failures == 1 and len(c.profiles()) == 1  # garbage: kept
         assert not c.refresh() and len(c.profiles()) == 0  # 404: the watcher has none
         c.max_age, c._profiles = -1.0, parse_profiles(doc)

@@ -23,6 +23,12 @@ from scheduler.framework.clusterindex import (
 )
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import TrialEdit, snapshot_of
+from scheduler.framework.workloads import (
+    Percentiles,
+    RevisionProfile,
+    WorkloadProfile,
+    WorkloadProfiles,
+)
 from scheduler.rebalancer import settings, victims
 from scheduler.rebalancer.classify import Classification, classify
 from scheduler.rebalancer.judge import GOES_BACK, NO_TARGET, Judge, Plan, replacement_of
@@ -181,6 +187,37 @@ def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail
         assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
     else:
         assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+
+
+def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
+    # Excess 15 points. "idle" (2 CPU requested) measures 5m: with the floor (0.4 x 3000m =
+    # 30 %) it would look like the one pod that covers the excess alone; what leaving it takes
+    # off the node is its 5m. "busy" measures 400m (10 %): the bigger relief, tried first.
+    # (Its replacement is still predicted at the floor: tests/unit/test_estimator.py.)
+    def measured(cpu_m: float) -> WorkloadProfile:
+        rev = RevisionProfile(50, 5, 0.0, Percentiles(cpu_m, cpu_m, cpu_m), Percentiles(1, 1, 1))
+        return WorkloadProfile("ReplicaSet", {"": rev})
+
+    def plain(name: str, cpu: str) -> PodInfo:
+        body = {
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        }
+        return replica(body, "app", f"{name}-rs")
+
+    profiles = WorkloadProfiles(
+        {"app/ReplicaSet/idle-rs": measured(5), "app/ReplicaSet/busy-rs": measured(400)}
+    )
+    idle, busy = plain("idle", "2"), plain("busy", "200m")
+    nodes = [node_doc("hot"), node_doc("cold")]
+    snap = snapshot_of(
+        nodes, [(idle, "hot"), (busy, "hot")], {"hot": cpu_load(95), "cold": cpu_load(20)}
+    )
+    est = victims.Estimator.for_profile(PROFILE, lambda: profiles)
+    plan = Judge(PROFILE, settings.RebalancerSettings(), est, lambda w: False).plan(
+        view_of(snap), ["hot"], snap
+    )
+    assert [(m.pod.name, m.share) for m in plan.moves] == [("busy", {"cpu": 10.0})]
 
 
 # --- the property -------------------------------------------------------------------------

@@ -4,17 +4,25 @@ rebalancer.
 
 In order:
 1. `profile`: the pod's workload revision (shared.workloads) has a profile from the watcher
-   with at least `min_samples` per-replica samples: its `statistic` (p95 by default) of CPU and
+   with at least `min_samples` per-replica samples, whose newest sample is at most
+   `max_profile_age` seconds older than the document (a revision no replica has run for that
+   long describes a past the pod will not meet): its `statistic` (p95 by default) of CPU and
    memory per replica. A profile seen on fewer than three distinct replicas uses its max: with
    two replicas a p95 is one replica's worst moment at best.
-2. `profile-previous`: the pod's revision has too few samples (a rollout just began) but the
-   workload's previous revision has enough: that one's figures.
+2. `profile-previous`: the pod's revision has no such profile (a rollout just began) but an
+   older revision of the workload has one: that one's figures. Never a newer revision: a pod
+   of the old template during a rollout is not predicted from the new one's use.
 3. `requests`: the caller's request-based rule when it has one (TargetLoadPacking's and
    LoadThreshold's Trimaran args; LoadVariationRiskBalancing's requests), else Koordinator's:
    the limit when it is above the request, else the request scaled by 85 % (CPU) or 70 %
    (memory), never above the limit.
 4. `default`: a resource the pod neither requests nor limits: 250m CPU, 200Mi memory
    (Koordinator's defaults).
+
+A profile's CPU figure has a floor: `profile_floor` times the request-based figure of 3.
+(docs/profiles.md says why 0.4): the replicas of an idle workload measure ~0, and a new
+replica predicted at ~0 adds nothing to its node, so a scale-out would pile onto one node.
+`Estimate.floored` says when the floor was used.
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ class EstimatorArgs:
     default_cpu_m: int = 250
     default_memory: int = 200 * 1024**2
     use_profiles: bool = True
+    # A profile's CPU is at least this fraction of the request-based figure (see the docs).
+    profile_floor: float = 0.4
+    # A revision whose newest sample is this much older than the profiles (watcher's clock,
+    # plus what the scheduler has held them) is not used; 0: no limit.
+    max_profile_age: float = 600.0
 
 
 DEFAULT_ARGS = EstimatorArgs()
@@ -65,6 +78,8 @@ def parse_estimator_args(f: Fields) -> EstimatorArgs:
         default_cpu_m=s.cpu("defaultCPU", d.default_cpu_m),
         default_memory=int(s.number("defaultMemoryBytes", d.default_memory, 0)),
         use_profiles=s.boolean("useProfiles", d.use_profiles),
+        profile_floor=s.number("profileFloor", d.profile_floor, 0, 1),
+        max_profile_age=s.number("maxProfileAgeSeconds", d.max_profile_age, 0),
     )
     s.finish()
     return args
@@ -76,6 +91,7 @@ class Estimate:
     memory: int  # bytes
     source: str  # PROFILE, PROFILE_PREVIOUS, REQUESTS or DEFAULT (the CPU figure's)
     workload: str = ""  # `namespace/Kind/name@revision` of the profile used
+    floored: bool = False  # the profile's CPU was under the floor, which stands in for it
 
     @property
     def learned(self) -> bool:
@@ -84,7 +100,10 @@ class Estimate:
 
     def describe(self) -> str:
         where = f" of {self.workload}" if self.workload else ""
-        return f"{self.cpu_m}m CPU, {self.memory // 1024**2}Mi memory from {self.source}{where}"
+        floor = " (CPU at the floor)" if self.floored else ""
+        return (
+            f"{self.cpu_m}m CPU, {self.memory // 1024**2}Mi memory from {self.source}{where}{floor}"
+        )
 
 
 # TargetLoadPacking's and LoadVariationRiskBalancing's `orderSaturated`: which predictions rank
@@ -141,7 +160,8 @@ def workload(pod: PodInfo) -> Workload | None:
 def profile_for(
     pod: PodInfo, profiles: WorkloadProfiles, args: EstimatorArgs = DEFAULT_ARGS
 ) -> tuple[RevisionProfile, str, str] | None:
-    """(profile, source, `key@revision`) for the pod, or None when none has enough samples."""
+    """(profile, source, `key@revision`) for the pod, or None when no revision it may use
+    has enough samples and is recent enough."""
     if not args.use_profiles or not profiles.by_key:
         return None
     w = workload(pod)
@@ -150,13 +170,29 @@ def profile_for(
     found = profiles.by_key.get(w.key)
     if found is None:
         return None
-    own = found.revisions.get(w.revision)
-    if own is not None and own.samples >= args.min_samples:
-        return own, PROFILE, f"{w.key}@{w.revision}"
-    for revision, other in found.revisions.items():  # newest first
-        if revision != w.revision and other.samples >= args.min_samples:
+    now = profiles.built + profiles.held if profiles.built > 0 else 0.0  # watcher's clock
+    revisions = list(found.revisions)  # newest first
+    if w.revision in found.revisions:
+        own = found.revisions[w.revision]
+        if _usable(own, now, args):
+            return own, PROFILE, f"{w.key}@{w.revision}"
+        older = revisions[revisions.index(w.revision) + 1 :]
+    else:
+        # A revision the watcher has not seen yet is newer than every one it lists: a
+        # rollout's first pods run before the watcher's next pod list finds them.
+        older = revisions
+    for revision in older:
+        other = found.revisions[revision]
+        if _usable(other, now, args):
             return other, PROFILE_PREVIOUS, f"{w.key}@{revision}"
     return None
+
+
+def _usable(rev: RevisionProfile, now: float, args: EstimatorArgs) -> bool:
+    if rev.samples < args.min_samples:
+        return False
+    # Without the document's time (a hand-made or old watcher's document) the age is unknown.
+    return not (args.max_profile_age > 0 and now > 0 and now - rev.last > args.max_profile_age)
 
 
 def estimate(
@@ -166,14 +202,19 @@ def estimate(
     fallback: tuple[int, int] | None = None,
 ) -> Estimate:
     """The pod's predicted use. `fallback`: the caller's own request-based (CPU m, memory
-    bytes), used instead of Koordinator's scaling when no profile applies."""
+    bytes), used instead of Koordinator's scaling when no profile applies, and the base of the
+    profile's CPU floor."""
     found = profile_for(pod, profiles, args)
-    if found is not None:
-        rev, source, where = found
-        statistic = "max" if rev.distinct_pods < FEW_REPLICAS else args.statistic
-        cpu = go_round(rev.cpu_m.get(statistic))
-        memory = go_round(rev.memory.get(statistic))
-        return Estimate(cpu, memory, source, where)
-    if fallback is not None:
-        return Estimate(fallback[0], fallback[1], REQUESTS)
-    return request_estimate(pod, args)
+    if found is None:
+        if fallback is not None:
+            return Estimate(fallback[0], fallback[1], REQUESTS)
+        return request_estimate(pod, args)
+    rev, source, where = found
+    statistic = "max" if rev.distinct_pods < FEW_REPLICAS else args.statistic
+    cpu = go_round(rev.cpu_m.get(statistic))
+    memory = go_round(rev.memory.get(statistic))
+    by_requests = fallback[0] if fallback is not None else request_estimate(pod, args).cpu_m
+    floor = go_round(args.profile_floor * by_requests)
+    if cpu < floor:
+        return Estimate(floor, memory, source, where, floored=True)
+    return Estimate(cpu, memory, source, where)
