@@ -42,6 +42,7 @@ class BadSource:
         self.answers: dict[str, tuple[int, str]] = {}
         self.delay = 0.0
         self.authorizations: list[str] = []  # the Authorization header of each request
+        self.headers: list[dict[str, str]] = []  # every header of each request
         source = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +50,7 @@ class BadSource:
                 url = urlparse(self.path)
                 query = parse_qs(url.query).get("query", [""])[0]
                 source.authorizations.append(self.headers.get("Authorization", ""))
+                source.headers.append(dict(self.headers))
                 if source.delay:
                     time.sleep(source.delay)
                 status, body = source.answers.get(query, (404, "no such query"))
