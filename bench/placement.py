@@ -68,6 +68,7 @@ NODES_PER_POOL = 50
 SEEDS = (1, 2, 3, 4, 5)
 REQUESTS_M = (200, 400, 600)
 FACTOR = (0.3, 1.6)  # use / request, drawn per pod
+IDLE_FACTOR = 0.02
 BACKGROUND = (5.0, 55.0)
 HOT_BACKGROUND = (70.0, 85.0)
 RAMP_SECONDS = 10.0
@@ -95,6 +96,8 @@ COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ballast-tlp-always": ("ballast-tlp", {"orderSaturated": "always"}),
     "ballast-lvrb-always": ("ballast-lvrb", {"orderSaturated": "always"}),
+    # The estimator's floor off: a scale-out of an idle workload predicted at ~0 (issue 33).
+    "ballast-tlp-nofloor": ("ballast-tlp", {"usageEstimate": {"profileFloor": 0}}),
 }
 DESCRIPTIONS = {
     **CONTENDERS,
@@ -115,6 +118,7 @@ class Scenario:
     # Pods are replicas of this many Deployments per pool, each Deployment's replicas sharing
     # one use factor (0: bare pods, each with its own factor).
     deployments: int = 0
+    idle: bool = False  # every replica uses IDLE_FACTOR of its request
 
 
 SCENARIOS = {
@@ -132,6 +136,11 @@ SCENARIOS = {
                  "Deployments use 3x their request, half 0.2x", per_wave=32, gap=40.0,
                  misleading=True, deployments=16),
         Scenario("hot-nodes", "steady waves; 20 % of nodes start at 70-85 % CPU", hot_fraction=0.2),
+        # Issue 33: the second wave is predicted from the first's profile (~0 without the
+        # estimator's floor); compare pods_per_node_max with the request rule's (Trimaran).
+        Scenario("idle-scale-out", "an idle Deployment's 12 replicas, then 12 more 40 s later "
+                 "(a scale-out), every replica at 2 % of its request", waves=2, per_wave=12,
+                 gap=40.0, deployments=1, idle=True),
         # Its own plan and run (bench.placement_trace, --trace PATH): these fields go unused.
         Scenario("trace", "Bitbrains VMs as Deployments arriving in 4 waves while a day plays"),
     )
@@ -188,7 +197,11 @@ def _replicas(scenario: Scenario, rng: random.Random, count: int) -> list[PodPla
     k = scenario.deployments
     heavy = set(rng.sample(range(k), k // 2))
     return [
-        PodPlan(REQUESTS_M[d % len(REQUESTS_M)], 3.0 if d in heavy else 0.2, d)
+        PodPlan(
+            REQUESTS_M[d % len(REQUESTS_M)],
+            IDLE_FACTOR if scenario.idle else 3.0 if d in heavy else 0.2,
+            d,
+        )
         for j in range(count)
         for d in (j % k,)
     ]

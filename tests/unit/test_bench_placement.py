@@ -25,6 +25,8 @@ def test_scenarios_shape_the_plan():
     assert sum(p.factor == 3.0 for p in pods) == len(pods) // 2
     _, pods = pl.plan(pl.SCENARIOS["burst"], 3, 50)
     assert len(pods) == 200
+    _, pods = pl.plan(pl.SCENARIOS["idle-scale-out"], 3, 8)
+    assert {(p.deployment, p.factor) for p in pods} == {(0, pl.IDLE_FACTOR)} and len(pods) == 24
 
 
 def test_every_pool_gets_the_same_background_and_factors():
