@@ -36,6 +36,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--node-cpu", default=defaults.NODE_CPU)
     p.add_argument("--node-memory", default=defaults.NODE_MEMORY)
     p.add_argument("--node-pods", type=int, default=defaults.NODE_PODS)
+    p.add_argument(
+        "--gpu-nodes",
+        type=int,
+        default=0,
+        help="also N nodes advertising GPUs (gpu-node-0...; docs/gpu.md), dcgm-exporter's "
+        "series for them served by `ballast simulator`",
+    )
+    p.add_argument("--gpus-per-node", type=int, default=4)
+    p.add_argument(
+        "--gpu-replicas",
+        type=int,
+        default=1,
+        help="time-slicing replicas per GPU: 1 advertises whole GPUs (nvidia.com/gpu), more "
+        "advertises nvidia.com/gpu.shared",
+    )
     _state_arg(p)
     p.add_argument("--apiserver-port", type=int, default=defaults.APISERVER_PORT)
     p.add_argument("--etcd-port", type=int, default=defaults.ETCD_CLIENT_PORT)
@@ -112,10 +127,24 @@ def cmd_up(args: argparse.Namespace) -> int:
         controllers=not args.no_controllers,
     )
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
+    if args.gpu_nodes > 0:
+        from sandbox.gpusim import gpu_node_specs
+
+        try:
+            specs += gpu_node_specs(
+                args.gpu_nodes,
+                args.gpus_per_node,
+                args.gpu_replicas,
+                cpu=args.node_cpu,
+                memory=args.node_memory,
+                pods=args.node_pods,
+            )
+        except ValueError as exc:
+            raise SandboxError(f"--gpu-nodes: {exc}") from None
     parts = "etcd, kube-apiserver, kwok" + ("" if args.no_controllers else ", controllers")
-    print(f"starting {parts} with {args.nodes} node(s)...", flush=True)
+    print(f"starting {parts} with {len(specs)} node(s)...", flush=True)
     seconds = plane.start(specs)
-    print(f"sandbox up in {seconds:.1f} s: {plane.base_url}, {args.nodes} node(s) Ready")
+    print(f"sandbox up in {seconds:.1f} s: {plane.base_url}, {len(specs)} node(s) Ready")
     print(f"logs in {plane.log_dir}; use it with:  eval $(ballast sandbox env)")
     if args.with_metrics_server:
         print("metrics-server registered; `kubectl top nodes` answers after its second scrape")

@@ -31,6 +31,8 @@ class NodeSpec:
     # Each taint as {"key": ..., "value": ..., "effect": "NoSchedule"}.
     taints: list[dict[str, str]] = field(default_factory=list)
     pods: int = defaults.NODE_PODS
+    # More resources in capacity and allocatable (sandbox/gpusim.py's nvidia.com/gpu).
+    extended: dict[str, str] = field(default_factory=dict)
 
 
 def numbered(count: int, prefix: str = defaults.NODE_NAME_PREFIX, **kwargs) -> list[NodeSpec]:
@@ -45,7 +47,7 @@ def node_body(spec: NodeSpec) -> client.V1Node:
         "kubernetes.io/arch": "amd64",
         "type": "kwok",
     } | spec.labels
-    capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": str(spec.pods)}
+    capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": str(spec.pods), **spec.extended}
     return client.V1Node(
         metadata=client.V1ObjectMeta(
             name=spec.name,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from sandbox import metrics_server
+from sandbox import gpusim, metrics_server
 from sandbox.exporter import SyntheticExporter
 from shared.quantities import QuantityError, bytes_value, cpu_millis
 
@@ -93,6 +93,7 @@ class SimulatorConfig:
 class NodeCapacity:
     cpu_m: int
     memory_bytes: int
+    gpu: gpusim.NodeGpus | None = None  # a GPU node's GPUs (sandbox/gpusim.py)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class PodUse:
     cpu_m: int  # requested (0 when none)
     memory_bytes: int
     started: float  # Unix seconds the pod was first seen bound
+    gpu: gpusim.PodGpu | None = None  # what it asks of GPUs and uses (sandbox/gpusim.py)
 
 
 def pod_factor(seed: int, key: str, config: SimulatorConfig) -> float:
@@ -207,7 +209,7 @@ def node_capacity(node: dict) -> NodeCapacity:
         memory = bytes_value(alloc.get("memory", 0))
     except QuantityError:
         memory = 0
-    return NodeCapacity(cpu, memory)
+    return NodeCapacity(cpu, memory, gpusim.node_gpus(node))
 
 
 def pod_requests(pod: dict) -> tuple[int, int]:
@@ -237,6 +239,8 @@ class Simulator:
     ) -> None:
         self.api = api
         self.exporter = exporter
+        # dcgm-exporter's series for GPU nodes, following their GPU pods (sandbox/gpusim.py)
+        self.gpus = gpusim.GpuSimulator(exporter) if exporter is not None else None
         self.kwok_usage = kwok_usage
         # What has been annotated already: pod uid -> (node, started); node -> capacity.
         self._annotated_pods: dict[str, tuple[str, float]] = {}
@@ -300,6 +304,10 @@ class Simulator:
         for name in set(self.exporter.nodes()) - set(loads):
             self.exporter.remove(name)
         self._export_pods()
+        if self.gpus is not None:
+            with self._lock:
+                nodes, pods = dict(self._nodes), list(self._pods.values())
+            self.gpus(nodes, pods, self.clock(), self.config)
 
     def _export_pods(self) -> None:
         """Each running pod's use as cAdvisor series (one container, `main`), so Prometheus
@@ -472,7 +480,8 @@ class Simulator:
         previous = known.get(meta["uid"])
         started = previous.started if previous is not None and previous.node == node else now
         cpu, memory = pod_requests(pod)
-        return PodUse(f"{meta['namespace']}/{meta['name']}", node, cpu, memory, started)
+        key = f"{meta['namespace']}/{meta['name']}"
+        return PodUse(key, node, cpu, memory, started, gpusim.pod_gpu(pod))
 
 
 class _Gone(Exception):
