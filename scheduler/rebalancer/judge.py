@@ -1,21 +1,19 @@
 """One round's plan: which pods leave which hot nodes, judged by the scheduler's own profile.
 
 For each hot node (the hottest first), its eligible pods in victim order; for each pod, its
-replacement (the same pod, unbound) is judged on the cluster as the scheduler will see it when
-the replacement comes: the victim gone (PodTopologySpread stops counting it the moment it
-terminates, the other plugins once it is deleted) and the moves planned before it in place
-(their replacements on their targets, requests for the fit filters and predicted CPU as recently
-bound for the load scores; their victims gone). On that cluster the profile filters every node
-and scores the feasible ones, as a cycle would. A target must be cold (or only not hot, when
-targetsMustBeCold is off), pass the filters and stay under every high threshold with the pod's
-predicted use added; when the hot node itself scores as well as the best such target, the
-scheduler could put the replacement back, and the pod stays. A node stops losing pods once its
-predicted use is under its high thresholds, or at its per-node limit. The replacement is
-predicted as the scheduler predicts a new pod (a profile's CPU never under its floor); what the
-victim takes off its node is its profile without the floor (an idle victim relieves nothing).
-
-The caller holds the cache's lock for the whole plan: the what-if edits are made on the cache's
-own objects (and the snapshot's recently bound CPU) and undone before `plan` returns.
+replacement (the same pod, unbound) is judged on the cluster as the scheduler will see it, the
+moves planned before it in place (their replacements on their targets, requests for the fit
+filters and predicted CPU as recently bound for the load scores; their victims gone), twice:
+with the victim terminating (when its controller recreates it; PodTopologySpread no longer
+counts it, the other plugins still do) and with it deleted (where a replacement that fits
+nowhere before waits for). In each the profile filters every node and scores the feasible ones,
+as a cycle would. A target must be cold (or only not hot, when targetsMustBeCold is off), pass
+the filters in both and stay under every high threshold with the pod's predicted use added;
+when the hot node itself scores as well as the best such target in either, the scheduler could
+put the replacement back, and the pod stays. A node stops losing pods once its predicted use is
+under its high thresholds, or at its per-node limit. The replacement is predicted as the
+scheduler predicts a new pod (a profile's CPU never under its floor); what the victim takes off
+its node is its profile without the floor (an idle victim relieves nothing).
 """
 
 from __future__ import annotations
@@ -68,6 +66,13 @@ class Skip:
 class Plan:
     moves: list[Move] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
+
+
+def terminating(pod: PodInfo) -> PodInfo:
+    """The victim as the scheduler sees it once evicted: the same pod, being deleted."""
+    meta = dict(pod.raw.get("metadata") or {})
+    meta["deletionTimestamp"] = meta.get("deletionTimestamp") or "1970-01-01T00:00:00Z"
+    return resources.pod_info({**pod.raw, "metadata": meta})
 
 
 def replacement_of(pod: PodInfo) -> PodInfo:
@@ -237,33 +242,70 @@ class Judge:
         if not candidates:
             which = "cold" if self.settings.targets_must_be_cold else "cool enough"
             return None, (NO_TARGET, f"no {which} node with fresh data")
-        # Judged with the victim gone, the moves planned before it in place: counted, the
-        # victim would let a replacement of a spread workload leave its zone, which the
-        # scheduler (not counting a terminating pod) would refuse. Every node is filtered and
-        # the feasible ones scored together, as the cycle does: score normalisation depends on
-        # the set scored, so a subset could rank the hot node and the targets otherwise.
+        # The scheduler meets the replacement with the victim terminating (its controller
+        # recreates it then): PodTopologySpread no longer counts the victim; InterPodAffinity,
+        # NodePorts, the volume plugins and the fit filters still do. If nothing is feasible
+        # then, the replacement waits for the deletion and meets a cluster without it. Either
+        # way the moves planned before it are in place. A move must hold in both: a target in
+        # both, the hot node not the scheduler's best in either.
         with TrialEdit(snap, source) as gone:
             gone.remove(pod)
-            state = CycleState()
-            feasible, _ = self.profile.filter(replacement, list(snap.nodes.values()), snap, state)
-            passing = [n for n in feasible if n.name in candidates]
-            fits = []
-            for n in passing:
-                after = {
-                    r: v + self.estimator.percent(replacement, n, r)
-                    for r, v in usage[n.name].items()
-                }
-                if all(after[r] < view.high[r] for r in after):
-                    fits.append(n)
-            if not fits:
-                detail = f"{len(passing)} of {len(candidates)} candidates pass the filters"
-                return None, (NO_TARGET, detail + "; none stays under high with the pod")
-            if len(feasible) == 1:
-                return fits[0], ("", "")
-            scores = self.profile.score(replacement, feasible, snap, state)
-        best = max(fits, key=lambda n: (scores[n.name], n.name))
-        back = scores.get(source.name)
-        if back is not None and back >= scores[best.name]:
-            detail = f"{source.name} scores {back} >= {best.name} {scores[best.name]}"
-            return None, (GOES_BACK, detail)
-        return best, ("", "")
+            deleted = self._view(replacement, candidates, view, snap, usage)
+            with TrialEdit(snap, source) as dies:
+                dies.add(terminating(pod))
+                dying = self._view(replacement, candidates, view, snap, usage)
+        if not deleted.fits:
+            detail = f"{deleted.passing} of {len(candidates)} candidates pass the filters"
+            return None, (NO_TARGET, detail + "; none stays under high with the pod")
+        views = [(deleted, "")]
+        if dying.feasible:
+            views.append((dying, " while it terminates"))
+        common = set(deleted.fits).intersection(*(v.fits for v, _ in views))
+        if not common:
+            detail = f"{dying.passing} of {len(candidates)} candidates pass the filters while it "
+            return None, (NO_TARGET, detail + "terminates; none fits both then and once deleted")
+        first = views[-1][0]  # the view the scheduler most likely decides in
+        best = max(common, key=lambda n: (first.scores[n], n))
+        for v, when in views:
+            back = v.scores.get(source.name)
+            if back is not None and back >= v.scores[best]:
+                detail = f"{source.name} scores {back} >= {best} {v.scores[best]}{when}"
+                return None, (GOES_BACK, detail)
+        return snap.nodes[best], ("", "")
+
+    def _view(
+        self,
+        replacement: PodInfo,
+        candidates: set[str],
+        view: Classification,
+        snap: Snapshot,
+        usage: dict[str, dict[str, float]],
+    ) -> _View:
+        """The profile on the snapshot as it is now: every node filtered, the feasible ones
+        scored together, as a cycle does (normalised scores depend on the set scored, so a
+        subset could rank the hot node and the targets otherwise)."""
+        state = CycleState()
+        feasible, _ = self.profile.filter(replacement, list(snap.nodes.values()), snap, state)
+        out = _View(feasible=len(feasible))
+        for n in feasible:
+            if n.name not in candidates:
+                continue
+            out.passing += 1
+            after = {
+                r: v + self.estimator.percent(replacement, n, r) for r, v in usage[n.name].items()
+            }
+            if all(after[r] < view.high[r] for r in after):
+                out.fits.append(n.name)
+        if len(feasible) == 1:
+            out.scores = {feasible[0].name: 0}
+        elif feasible and out.fits:
+            out.scores = self.profile.score(replacement, feasible, snap, state)
+        return out
+
+
+@dataclass
+class _View:
+    feasible: int  # nodes passing the filters
+    passing: int = 0  # of them, candidate targets
+    fits: list[str] = field(default_factory=list)  # of those, the ones that stay under high
+    scores: dict[str, int] = field(default_factory=dict)  # every feasible node's

@@ -31,7 +31,15 @@ from scheduler.framework.workloads import (
 )
 from scheduler.rebalancer import settings, victims
 from scheduler.rebalancer.classify import Classification, classify
-from scheduler.rebalancer.judge import GOES_BACK, NO_TARGET, Judge, Plan, replacement_of
+from scheduler.rebalancer.judge import (
+    GOES_BACK,
+    NO_TARGET,
+    Judge,
+    Move,
+    Plan,
+    replacement_of,
+    terminating,
+)
 from scheduler.rebalancer.settings import ResourceRule
 from tests.differential import scenario
 
@@ -124,6 +132,28 @@ def test_one_replica_per_zone_with_max_skew_1_stays_in_its_zone():
     snap = snapshot_of(nodes, placed, {**loads, "cold-a": cpu_load(30)})
     plan = judge().plan(view_of(snap), ["hot"], snap)
     assert [(m.pod.name, m.target) for m in plan.moves] == [("web-0", "cold-a")]
+
+
+def test_a_replica_drawn_to_its_own_zone_is_judged_as_it_terminates():
+    # One replica that must share a zone with its app (the first replica may go anywhere: it
+    # matches itself). Once deleted, nothing holds it to zone a and a cold node of zone b would
+    # do; but the scheduler meets the replacement while the victim terminates, and
+    # InterPodAffinity still counts the victim there: zone a, the hot node, it is.
+    term = {"labelSelector": {"matchLabels": {"app": "solo"}}, "topologyKey": ZONE}
+    body = {
+        "metadata": {"name": "solo-0", "labels": {"app": "solo"}},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        },
+    }
+    solo = replica(body, "app", "solo-rs")
+    nodes = [node_doc("hot", labels={ZONE: "zone-a"}), node_doc("cold-b", labels={ZONE: "zone-b"})]
+    snap = snapshot_of(nodes, [(solo, "hot")], {"hot": cpu_load(95), "cold-b": cpu_load(30)})
+    plan = judge().plan(view_of(snap), ["hot"], snap)
+    assert plan.moves == []
+    assert [s.reason for s in plan.skips] == [NO_TARGET]
+    assert "while it terminates" in plan.skips[0].detail
 
 
 def test_the_plan_leaves_the_snapshot_as_it_found_it():
@@ -289,40 +319,54 @@ def random_state(seed: int) -> tuple[Snapshot, settings.RebalancerSettings]:
     return snap, s
 
 
+def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str) -> str:
+    """Why the scheduler, on the snapshot as it is, would not let the move stand: the target
+    fails the filters, or the source scores best; "" when it would, or when nothing is feasible
+    (`when` "terminating": the replacement then waits for the deletion)."""
+    state = CycleState()
+    feasible, why = PROFILE.filter(replacement, list(snap.nodes.values()), snap, state)
+    names = [n.name for n in feasible]
+    if not names and when == "terminating":
+        return ""
+    if move.target not in names:
+        return f"{move.pod.key} -> {move.target} {when}: {why.get(move.target)}"
+    if move.source in names and len(names) > 1:
+        scores = PROFILE.score(replacement, feasible, snap, state)
+        if scores[move.source] >= max(scores.values()):
+            return f"{move.pod.key} {when}: {move.source} scores best {scores}"
+    return ""
+
+
 def violations(plan: Plan, snap: Snapshot) -> list[str]:
-    """Each planned move replayed in order on the snapshot: the victim gone, the earlier moves'
-    replacements on their targets (with their predicted CPU as recently bound). The target must
-    pass the profile's filters and the source must not have the best score."""
+    """Each planned move replayed in order on the snapshot, the earlier moves' replacements on
+    their targets (with their predicted CPU as recently bound): with the victim deleted, the
+    target must pass the profile's filters and the source must not have the best score; the
+    same with the victim terminating, unless nothing is feasible then."""
     found = []
-    with_edits: list[TrialEdit] = []
+    edits: list[TrialEdit] = []
     recent = dict(snap.recent_cpu_m)
     try:
         for move in plan.moves:
             gone = TrialEdit(snap, snap.nodes[move.source])
-            with_edits.append(gone)
+            edits.append(gone)
             gone.remove(move.pod)
             replacement = replacement_of(move.pod)
-            state = CycleState()
-            feasible, why = PROFILE.filter(replacement, list(snap.nodes.values()), snap, state)
-            names = [n.name for n in feasible]
-            if move.target not in names:
-                found.append(f"{move.pod.key} -> {move.target}: {why.get(move.target)}")
-            elif move.source in names:
-                scores = PROFILE.score(replacement, feasible, snap, state)
-                if scores[move.source] >= max(scores.values()):
-                    found.append(f"{move.pod.key}: {move.source} scores best {scores}")
+            found.append(misjudged(move, replacement, snap, "deleted"))
+            with TrialEdit(snap, snap.nodes[move.source]) as dies:
+                dies.add(terminating(move.pod))
+                found.append(misjudged(move, replacement, snap, "terminating"))
             arrive = TrialEdit(snap, snap.nodes[move.target])
-            with_edits.append(arrive)
+            edits.append(arrive)
             arrive.add(replacement)
             snap.recent_cpu_m[move.target] = snap.recent_cpu_m.get(move.target, 0) + (
                 ESTIMATOR.use(replacement, CPU)
             )
     finally:
-        for edit in reversed(with_edits):
+        for edit in reversed(edits):
             edit.restore()
         snap.recent_cpu_m.clear()
         snap.recent_cpu_m.update(recent)
-    return found
+    return [f for f in found if f]
 
 
 def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
