@@ -4,12 +4,14 @@ watcher into a real Redis, served at /api/v1/gpus."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
 
 from sandbox.dcgm import DcgmSeries, gpu_uuid
 from tests.fixtures.ports import wait_for
+from tests.integration.test_dashboard import chromium
 
 
 @pytest.fixture
@@ -64,3 +66,26 @@ def test_gpu_windows_from_dcgm_series(exporter, prometheus, dcgm, redis_server, 
 
     gpu = wait_for(moved, timeout=30, what="gpu-a/0's new utilisation")
     assert gpu["util"]["max"] == 70.0 and gpu["fbFree"]["latest"] == 38960.0
+
+
+def test_dashboard_lists_a_gpu_nodes_gpus(exporter, prometheus, dcgm, make_watcher, tmp_path):
+    exporter.set("dash-gpu", cpu=30, memory=40)
+    dcgm.add_node("dash-gpu", 2, fb_mib=40960)
+    dcgm.set("dash-gpu", 0, util=64, fb_used=20480)
+    dcgm.set("dash-gpu", 1, util=3, fb_used=0)
+    watcher = make_watcher(prometheus.url, warm_start=False)
+    wait_for(
+        lambda: (
+            watcher.get("/api/v1/nodes/dash-gpu/gpus").status_code == 200
+            and watcher.get("/api/v1/nodes/dash-gpu").status_code == 200
+        ),
+        timeout=40,
+        what="dash-gpu's load and GPUs",
+    )
+    result = chromium("--virtual-time-budget=5000", "--dump-dom", f"{watcher.url}/",
+                      tmp_path=tmp_path)  # fmt: skip
+    card = re.search(r'data-node="dash-gpu".*?(?=data-node=|$)', result.stdout, re.S)
+    assert card, f"dash-gpu missing: {result.stderr[-2000:]}"
+    shown = dict(re.findall(r'data-value="gpu(\d)">([\d.]+)%', card.group(0)))
+    assert shown == {"0": "64.0", "1": "3.0"}, card.group(0)[:3000]
+    assert "memory 50.0% (20.0 of 40.0 GiB)" in card.group(0)
