@@ -98,6 +98,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ballast-lvrb-always": ("ballast-lvrb", {"orderSaturated": "always"}),
     # The estimator's floor off: a scale-out of an idle workload predicted at ~0 (issue 33).
     "ballast-tlp-nofloor": ("ballast-tlp", {"usageEstimate": {"profileFloor": 0}}),
+    "ballast-tlp-requests": ("ballast-tlp", {"usageEstimate": {"useProfiles": False}}),
 }
 DESCRIPTIONS = {
     **CONTENDERS,
@@ -313,9 +314,23 @@ MEASURES = (
     "std_cpu",
     "nodes_used",
     "pods_per_node_max",
+    "last_wave_pods_per_node_max",
+    "last_wave_nodes_used",
     "pending",
     "bind_seconds",
 )
+
+
+def last_wave(scenario: Scenario, placed: dict[str, tuple[str, float]]) -> dict[str, int]:
+    """How the last wave's pods spread (a scale-out, in idle-scale-out): the most on one node
+    and the nodes they went to."""
+    first = (scenario.waves - 1) * scenario.per_wave
+    nodes = [node for name, (node, _) in placed.items() if int(name.rsplit("-p", 1)[1]) >= first]
+    counts = {n: nodes.count(n) for n in set(nodes)}
+    return {
+        "last_wave_pods_per_node_max": max(counts.values(), default=0),
+        "last_wave_nodes_used": len(counts),
+    }
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
@@ -603,7 +618,7 @@ def run_one(
         for c in contenders:
             placed = {n: v for n, v in placed_all.items() if n.startswith(f"{c}-p")}
             cpu = true_cpu(c, node_plans, pod_plans, placed, config, final_at)
-            result = measure(cpu, placed, len(pod_plans))
+            result = measure(cpu, placed, len(pod_plans)) | last_wave(scenario, placed)
             binds = [tracker.bound[n] for n in placed if n in tracker.bound]
             done = result["pending"] == 0 and binds
             result["bind_seconds"] = round(max(binds) - first, 2) if done else None

@@ -27,6 +27,16 @@ def test_scenarios_shape_the_plan():
     assert len(pods) == 200
     _, pods = pl.plan(pl.SCENARIOS["idle-scale-out"], 3, 8)
     assert {(p.deployment, p.factor) for p in pods} == {(0, pl.IDLE_FACTOR)} and len(pods) == 24
+    placed = {
+        "c-p003": ("n1", 0.0),
+        "c-p012": ("n1", 0.0),
+        "c-p013": ("n1", 0.0),
+        "c-p023": ("n2", 0.0),
+    }
+    assert pl.last_wave(pl.SCENARIOS["idle-scale-out"], placed) == {
+        "last_wave_pods_per_node_max": 2,
+        "last_wave_nodes_used": 2,
+    }
 
 
 def test_every_pool_gets_the_same_background_and_factors():
