@@ -251,12 +251,12 @@ class Judge:
         with TrialEdit(snap, source) as gone:
             gone.remove(pod)
             deleted = self._view(replacement, candidates, view, snap, usage)
+            if not deleted.fits:
+                detail = f"{deleted.passing} of {len(candidates)} candidates pass the filters"
+                return None, (NO_TARGET, detail + "; none stays under high with the pod")
             with TrialEdit(snap, source) as dies:
                 dies.add(terminating(pod))
                 dying = self._view(replacement, candidates, view, snap, usage)
-        if not deleted.fits:
-            detail = f"{deleted.passing} of {len(candidates)} candidates pass the filters"
-            return None, (NO_TARGET, detail + "; none stays under high with the pod")
         views = [(deleted, "")]
         if dying.feasible:
             views.append((dying, " while it terminates"))
