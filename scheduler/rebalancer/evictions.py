@@ -56,7 +56,10 @@ def refusal(body: bytes) -> Outcome:
         message = str(status.get("message") or "")
     except (ValueError, AttributeError):
         return Outcome(THROTTLED, f"HTTP 429: {body[:200]!r}")
-    budget = [c for c in causes if isinstance(c, dict) and c.get("type") == DISRUPTION_BUDGET_CAUSE]
+    # A StatusCause's type is its JSON "reason".
+    budget = [
+        c for c in causes if isinstance(c, dict) and c.get("reason") == DISRUPTION_BUDGET_CAUSE
+    ]
     if budget:
         return Outcome(PDB, "; ".join(str(c.get("message") or message) for c in budget))
     try:

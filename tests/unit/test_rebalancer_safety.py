@@ -186,11 +186,13 @@ def test_a_429_from_a_budget_is_pdb_and_any_other_is_throttling():
     budget = evictions.refusal(
         status_429(
             "Cannot evict pod as it would violate the pod's disruption budget.",
-            [{"type": "DisruptionBudget", "message": "The disruption budget db needs 2 healthy"}],
+            [{"reason": "DisruptionBudget", "message": "The disruption budget db needs 2 healthy"}],
         )
     )
     assert budget.result == evictions.PDB and "budget db needs 2" in budget.detail
     throttled = evictions.refusal(status_429("Too many requests, please try again later.", retry=3))
+    wrong_field = status_429("busy", [{"type": "DisruptionBudget"}])  # a cause's type is "reason"
+    assert evictions.refusal(wrong_field).result == evictions.THROTTLED
     assert throttled.result == evictions.THROTTLED and throttled.retry_after == 3.0
     assert evictions.refusal(b"<html>busy</html>").result == evictions.THROTTLED
     assert evictions.refusal(status_429("slow down")).retry_after == 0.0
