@@ -115,6 +115,12 @@ bench-rebalance: sandbox-build $(VENV)/.bench-installed
 chaos: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
+# The Dockerfile built into ballast:<chart appVersion> (IMAGE=name:tag) by docker, podman,
+# buildah or nerdctl, whichever works here; fails, saying so, where none does.
+.PHONY: image
+image:
+	@hack/image.sh
+
 clean:
 	-$(BALLAST) sandbox down
 	rm -rf .state

@@ -10,12 +10,16 @@ profile (the Deployment rolls), and `helm uninstall` leaving nothing behind.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import redis
 import yaml
 from kubernetes import client
 
@@ -24,7 +28,9 @@ from sandbox.namespaces import delete_namespace, ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
 from scheduler.config.loader import parse_config
 from tests.fixtures.ports import wait_for
+from tests.fixtures.redis import RedisServer
 from tests.integration.scheduler_support import running
+from watcher.redis_store import RedisStore
 
 T = 10
 NAMESPACE = chart.NAMESPACE
@@ -49,13 +55,12 @@ def find(objects: list[dict], kind: str, name: str) -> dict:
     return next(d for d in objects if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
-@pytest.fixture(scope="module")
-def kubectl(sandbox):
+def kubectl_with(kubeconfig: Path):
     binary = str(build.binary("kubectl"))
 
     def run(*args: str, stdin: str | None = None, check: bool = True):
         result = subprocess.run(
-            [binary, f"--kubeconfig={sandbox.kubeconfig}", "--request-timeout=20s", *args],
+            [binary, f"--kubeconfig={kubeconfig}", "--request-timeout=20s", *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -66,6 +71,11 @@ def kubectl(sandbox):
         return result
 
     return run
+
+
+@pytest.fixture(scope="module")
+def kubectl(sandbox):
+    return kubectl_with(sandbox.kubeconfig)
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +98,133 @@ def test_helm_lint(values):
 
 def test_k8s_manifest_is_the_chart_rendered():
     assert chart.MANIFEST.read_text() == chart.manifest(), "run `make manifests`"
+
+
+def test_the_rbac_table_in_the_docs_is_the_charts():
+    text = chart.DEPLOY_DOC.read_text()
+    assert text == chart.rbac_section(text, chart.manifest()), "run `make manifests`"
+    table = chart.rbac_table(chart.manifest())
+    assert "| ballast-watcher | cluster | core | pods | list |" in table
+    assert "| ballast-scheduler | namespace `ballast` | coordination.k8s.io | leases (only " \
+        "ballast-scheduler) | get, update, patch |" in table  # fmt: skip
+
+
+def test_the_manifest_holds_no_secret():
+    objects = docs(chart.MANIFEST.read_text())
+    assert not [d for d in objects if d["kind"] == "Secret"]
+    env = find(objects, "Deployment", "ballast-watcher")["spec"]["template"]["spec"]
+    refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in env["containers"][0]["env"]
+            if "valueFrom" in e]  # fmt: skip
+    assert refs == ["ballast-watcher-token", "ballast-redis"]
+
+
+# Namespaced objects the manifest puts elsewhere than `ballast`, on purpose.
+ELSEWHERE = {("Role", "ballast-rebalancer-node-events"): "default",
+             ("RoleBinding", "ballast-rebalancer-node-events"): "default"}  # fmt: skip
+
+
+def test_apply_k_and_f_put_everything_in_ballast_with_working_rbac(sandbox, tmp_path, kube_api):
+    """As a user without Helm: `kubectl apply -k k8s/` from a context whose namespace is another
+    one, into a sandbox with no `ballast` namespace yet; then what `apply -f` would create."""
+    other = tmp_path / "kubeconfig"
+    other.write_text(Path(sandbox.kubeconfig).read_text())
+    run = kubectl_with(other)
+    run("config", "set-context", "--current", "--namespace=elsewhere")
+    run("apply", "-k", str(chart.MANIFEST.parent))
+    try:
+        applied = docs(chart.MANIFEST.read_text())
+        for d in applied:
+            kind, name = d["kind"], d["metadata"]["name"]
+            if kind in chart.CLUSTER_KINDS:
+                continue
+            where = ELSEWHERE.get((kind, name), NAMESPACE)
+            got = run("get", kind, name, "-n", where, "-o", "jsonpath={.metadata.namespace}")
+            assert got.stdout == where, (kind, name)
+        checks = [(who, verb, res, ns, "yes") for who, verb, res, ns in ALLOWED]
+        checks += [(who, verb, res, ns, "no") for who, verb, res, ns in DENIED]
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda c: can_i(run, kube_api, *c[:4]), checks))
+        wrong = [c for c, a in zip(checks, answers, strict=True) if a != c[4]]
+        assert not wrong, wrong
+        # -f: the same objects; the server says where each would be created.
+        result = run("apply", "--dry-run=server", "-f", str(chart.MANIFEST), "-o", "json")
+        listed = json.loads(result.stdout)
+        items = listed["items"] if listed.get("kind") == "List" else [listed]
+        assert len(items) == len(applied)
+        for d in items:
+            meta = d["metadata"]
+            if d["kind"] not in chart.CLUSTER_KINDS:
+                assert meta["namespace"] == ELSEWHERE.get((d["kind"], meta["name"]), NAMESPACE)
+    finally:
+        # Everything but the namespace, dependents first: the chart's install below starts clean.
+        rest = [d for d in docs(chart.MANIFEST.read_text()) if d["kind"] != "Namespace"]
+        run("delete", "--cascade=foreground", "--wait=true", "--ignore-not-found", "-f", "-",
+            stdin=yaml.safe_dump_all(rest))  # fmt: skip
+
+
+def expand(value: str, env: dict[str, str]) -> str:
+    """A container's `$(VAR)` reference, as the kubelet expands it."""
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env[m.group(1)], value)
+
+
+def test_the_installed_redis_refuses_a_client_without_the_password(tmp_path):
+    objects = docs(chart.template())
+    password = base64.b64decode(find(objects, "Secret", "ballast-redis")["data"]["password"])
+    password = password.decode()
+    assert len(password) >= 32
+    pod = find(objects, "StatefulSet", "ballast-redis")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {"REDIS_PASSWORD": password}
+    assert [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e] == [
+        {"name": "ballast-redis", "key": "password"}
+    ]
+    args = tuple(expand(a, env) for a in container["args"])
+    server = RedisServer(tmp_path / "redis", args=args, user=("default", password)).start()
+    try:
+        bare = redis.Redis(port=server.port, socket_timeout=5)
+        with pytest.raises(redis.AuthenticationError):
+            bare.set("ballast:watcher:snapshot", "forged")
+        # The probe's redis-cli, with the password as its environment gives it.
+        probe = {e["name"]: expand(e.get("value", ""), env) for e in container["env"]}
+        command = container["readinessProbe"]["exec"]["command"]
+        assert command == ["redis-cli", "ping"]
+        pong = subprocess.run(["redis-cli", "-p", str(server.port), "ping"], timeout=10,
+                              env={"REDISCLI_AUTH": probe["REDISCLI_AUTH"]}, capture_output=True,
+                              text=True)  # fmt: skip
+        assert pong.stdout.strip() == "PONG", pong
+        # The watcher's URL as its pod builds it, pointed at this server.
+        watcher = find(objects, "Deployment", "ballast-watcher")["spec"]["template"]["spec"]
+        wenv = {e["name"]: e.get("value") for e in watcher["containers"][0]["env"]}
+        url = expand(wenv["BALLAST_REDIS_URL"], env)
+        assert url == f"redis://:{password}@ballast-redis:6379/0"
+        env_cm = find(objects, "ConfigMap", "ballast-watcher-env")["data"]
+        assert "BALLAST_REDIS_URL" not in env_cm  # never in the ConfigMap
+        RedisStore(url.replace("ballast-redis:6379", f"127.0.0.1:{server.port}"), "t:", 60).ping()
+    finally:
+        server.stop()
+
+
+def test_network_policies_let_only_the_watcher_reach_redis():
+    objects = docs(chart.template())
+    labels = find(objects, "Deployment", "ballast-watcher")["spec"]["template"]["metadata"]
+    store = find(objects, "NetworkPolicy", "ballast-redis")["spec"]
+    redis_pods = find(objects, "StatefulSet", "ballast-redis")["spec"]["template"]["metadata"]
+    assert store["podSelector"]["matchLabels"].items() <= redis_pods["labels"].items()
+    (rule,) = store["ingress"]
+    (peer,) = rule["from"]
+    assert peer == {"podSelector": {"matchLabels": store_peer(labels["labels"])}}
+    assert rule["ports"] == [{"port": "redis", "protocol": "TCP"}]
+    api = find(objects, "NetworkPolicy", "ballast-watcher")["spec"]
+    assert api["ingress"][0]["from"] == [{"namespaceSelector": {}}]
+    extra = [{"ipBlock": {"cidr": "10.1.0.0/16"}}]
+    more = docs(chart.template(extra=[f"--set-json=networkPolicy.watcherFrom={json.dumps(extra)}"]))
+    assert find(more, "NetworkPolicy", "ballast-watcher")["spec"]["ingress"][0]["from"][1:] == extra
+    off = docs(chart.template(extra=["--set=networkPolicy.enabled=false"]))
+    assert not [d for d in off if d["kind"] == "NetworkPolicy"]
+
+
+def store_peer(watcher_labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in watcher_labels.items() if k.startswith("app.kubernetes.io/")}
 
 
 @pytest.mark.parametrize("values", VALUES, ids=_id)
@@ -214,11 +351,14 @@ def test_install_rolls_out_every_part(kube_api, installed):
     for name, replicas in (("ballast-watcher", 2), ("ballast-scheduler", 2)):
         status = apps.read_namespaced_deployment(name, NAMESPACE, _request_timeout=T).status
         assert status.available_replicas == replicas
+    # Each Deployment is covered by a PodDisruptionBudget.
+    policy = client.PolicyV1Api(kube_api)
+    budgets = policy.list_namespaced_pod_disruption_budget(NAMESPACE, _request_timeout=T).items
+    assert {b.metadata.name for b in budgets} == {"ballast-watcher", "ballast-scheduler"}
     redis = apps.read_namespaced_stateful_set("ballast-redis", NAMESPACE, _request_timeout=T)
     assert redis.status.ready_replicas == 1
     pods = client.CoreV1Api(kube_api).list_namespaced_pod(NAMESPACE, _request_timeout=T).items
     assert len(pods) == 5 and all(p.spec.node_name and p.status.phase == "Running" for p in pods)
-    policy = client.PolicyV1Api(kube_api)
 
     def pdb_filled():
         pdb = policy.read_namespaced_pod_disruption_budget(
@@ -366,11 +506,14 @@ def test_upgrade_changes_a_scheduler_profile_and_rolls_the_scheduler(sandbox, ku
     def token() -> str:
         return core.read_namespaced_secret("ballast-watcher-token", NAMESPACE).data["token"]
 
+    def redis_password() -> str:
+        return core.read_namespaced_secret("ballast-redis", NAMESPACE).data["password"]
+
     def template_hash() -> str:
         deploy = apps.read_namespaced_deployment("ballast-scheduler", NAMESPACE, _request_timeout=T)
         return deploy.spec.template.metadata.annotations["checksum/config"]
 
-    before_token, before_hash = token(), template_hash()
+    before_token, before_hash, before_password = token(), template_hash(), redis_password()
     profiles = [
         {
             "schedulerName": "ballast",
@@ -388,6 +531,7 @@ def test_upgrade_changes_a_scheduler_profile_and_rolls_the_scheduler(sandbox, ku
     assert cfg.profiles[0].args["TargetLoadPacking"].target_utilization == 60
     assert template_hash() != before_hash  # a new ReplicaSet: the pods restart with the config
     assert token() == before_token  # the generated token survives the upgrade
+    assert redis_password() == before_password  # and so does Redis' password
     sets = apps.list_namespaced_replica_set(
         NAMESPACE, label_selector="app.kubernetes.io/name=ballast-scheduler", _request_timeout=T
     ).items
@@ -396,6 +540,7 @@ def test_upgrade_changes_a_scheduler_profile_and_rolls_the_scheduler(sandbox, ku
 
 NAMESPACED = ("deployments", "statefulsets", "replicasets", "pods", "services", "configmaps")
 NAMESPACED += ("secrets", "serviceaccounts", "poddisruptionbudgets", "roles", "rolebindings")
+NAMESPACED += ("networkpolicies",)
 
 
 def test_uninstall_leaves_nothing_behind(sandbox, kubectl, installed):

@@ -42,6 +42,30 @@ redis://{{ include "ballast.fullname" . }}-redis:6379/0
 {{- end -}}
 {{- end -}}
 
+{{/* True (non-empty) when the chart's own Redis asks for a password. */}}
+{{- define "ballast.redisAuth" -}}
+{{- if and .Values.redis.enabled .Values.redis.auth.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "ballast.redisSecret" -}}
+{{- .Values.redis.auth.existingSecret | default (printf "%s-redis" (include "ballast.fullname" .)) -}}
+{{- end -}}
+
+{{/* The Redis password as a container's environment variable REDIS_PASSWORD. */}}
+{{- define "ballast.redisPasswordEnv" -}}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ballast.redisSecret" . }}
+      key: password
+{{- end -}}
+
+{{- define "ballast.priorityClass" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end -}}
+{{- end -}}
+
 {{- define "ballast.tokenSecret" -}}
 {{- .Values.auth.existingSecret | default (printf "%s-watcher-token" (include "ballast.fullname" .)) -}}
 {{- end -}}
