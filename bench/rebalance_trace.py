@@ -5,8 +5,9 @@ the first day is what came before every window). The VMs become Deployments (san
 one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a VM core given 50 m of
 request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every 2 s, one watcher
 poll): a seeded choice of VMs, as many as fill FILL of the pool's CPU with requests, the same
-in every pool. Ballast's scheduler places them
-all before the replay starts; then every pool's rebalancer runs while the day plays (576 s).
+in every pool. Ballast's scheduler places them (kube-scheduler in the descheduler's pool, the
+pair upstream runs) before the replay starts; then every pool's rebalancer runs while the day
+plays (576 s).
 
 Measured from the simulator's true demand as in `bench.rebalance.measure`, plus:
 - false evictions: by the node's true series, the eviction's node with the evicted pod's use
@@ -30,6 +31,7 @@ from typing import Any
 from kubernetes import client
 
 from bench import rebalance as rb
+from sandbox.kube_scheduler import start_kube_scheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import SimulatorConfig
@@ -42,12 +44,16 @@ from sandbox.trace_player import (
     select,
     workload_name,
 )
+from sandbox.trimaran import stop_scheduler
 
 FILL = 0.9  # of the pool's CPU, in scaled requests
 PLAYER = PlayerConfig()
 REPLAY_SECONDS = STEPS_PER_DAY * PLAYER.step_seconds  # one day
 WINDOW = float(rb.WATCHER_ENV["BALLAST_WINDOW"])  # the false-eviction horizon
-PLACE_TIMEOUT = 180.0
+PLACE_TIMEOUT = 120.0
+# Pools kube-scheduler places (replacements included) instead of Ballast's scheduler: the
+# descheduler runs beside kube-scheduler, as upstream's pair does.
+KUBE_SCHEDULER_POOLS = ("descheduler",)
 HEATMAP_EVERY = 2.0  # seconds between the heatmap's columns
 
 
@@ -60,6 +66,8 @@ def deployment(vm: str, replicas: int, contender: str, player: TracePlayer) -> d
     spec.update(replicas=replicas, selector={"matchLabels": {"app": name}})
     spec["template"]["metadata"]["labels"] = {"app": name}
     spec["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = str(memory)
+    if contender in KUBE_SCHEDULER_POOLS:
+        spec["template"]["spec"]["schedulerName"] = "default-scheduler"
     return body
 
 
@@ -130,6 +138,8 @@ def run_one(
     try:
         started = time.monotonic()
         api, sim, prom, watcher_url = services.start()
+        if any(c in KUBE_SCHEDULER_POOLS for c in contenders):
+            start_kube_scheduler(plane)
         recorder = TraceRecorder(sim, api, contenders, rb.plan(rb.SCENARIOS["stable"], seed))
         recorder.replicas = {workload_name(vm): n for vm, n in chosen}
         recorder.start()
@@ -185,6 +195,7 @@ def run_one(
     finally:
         if recorder is not None:
             recorder.stop()
+        stop_scheduler(plane, "kube-scheduler")
         services.stop()
         if ok:
             shutil.rmtree(work, ignore_errors=True)
