@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
 
 all: test
 
@@ -47,11 +47,16 @@ metrics-server-build: trimaran-build
 helm-build: sandbox-build
 	$(BALLAST) sandbox build --with-helm
 
+# VictoriaMetrics single node (pinned in sandbox/versions.py), the watcher's other PromQL store
+# in its tests; after the other builds, never beside them.
+victoriametrics-build: metrics-server-build helm-build
+	$(PY) -m sandbox.victoriametrics
+
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
 	$(PY) -m sandbox.chart
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build lint
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.

@@ -29,6 +29,10 @@ METRICS_SERVER_VERSION = "0.8.0"
 # proxy this project builds from serves v0.36.0 only (v0.34.0 and v0.35.x answer 403), so that
 # is the pin: k8s.io 0.36 clients against the 1.34 apiserver, two minors apart (docs/rebalancer.md).
 DESCHEDULER_VERSION = "0.36.0"
+# github.com/VictoriaMetrics/VictoriaMetrics, single node, for the watcher's store tests: the
+# newest release whose go.mod this Go accepts. The cluster's `-cluster` tags are not served by
+# the module proxy (sandbox/victoriametrics/).
+VICTORIAMETRICS_VERSION = "1.151.0"
 
 
 def staging_version() -> str:
@@ -50,6 +54,11 @@ def trimaran_binary() -> str:
 def descheduler_binary() -> str:
     """The descheduler's name in the binary cache: a new pin builds a new one."""
     return f"descheduler-{DESCHEDULER_VERSION}"
+
+
+def victoriametrics_binary() -> str:
+    """VictoriaMetrics' name in the binary cache: a new pin builds a new one."""
+    return f"victoria-metrics-{VICTORIAMETRICS_VERSION}"
 
 
 def helm_binary() -> str:

@@ -23,6 +23,7 @@ pytest_plugins = [
     "tests.fixtures.ports",
     "tests.fixtures.redis",
     "tests.fixtures.prometheus",
+    "tests.fixtures.victoriametrics",
     "tests.fixtures.kube",
     "tests.fixtures.watcher",
     "tests.fixtures.metrics_server",

@@ -21,13 +21,16 @@ NET_RX = {
 }
 
 
-@pytest.fixture(scope="module")
-def watcher(exporter, prometheus, tmp_path_factory):
+# The same answers from each PromQL store the session runs (tests/fixtures/): Prometheus, and
+# VictoriaMetrics, whose MetricsQL differs at the edges (rate windows, lookback, latency).
+@pytest.fixture(scope="module", params=["prometheus", "victoriametrics"])
+def watcher(request, exporter, tmp_path_factory):
+    store = request.getfixturevalue(request.param)
     for i, (node, (cpu, memory)) in enumerate(NODES.items()):
         exporter.set(node, cpu=cpu, memory=memory, net_rx=1000.0 * (i + 1))
     proc = WatcherProcess(
         tmp_path_factory.mktemp("watcher-api"),
-        prometheus.url,
+        store.url,
         cors_origins=[ORIGIN],
         extra_metrics=[NET_RX],
     ).start()

@@ -4,6 +4,7 @@ controller owns, a pod with 10,000 containers, a CPU counter that resets."""
 
 from __future__ import annotations
 
+import pytest
 from kubernetes import client
 
 from tests.fixtures.ports import wait_for
@@ -32,9 +33,11 @@ def deployment(name: str, node: str, replicas: int) -> dict:
     }
 
 
+@pytest.mark.parametrize("store", ["prometheus", "victoriametrics"])
 def test_workload_profiles_from_cadvisor_series(
-    sandbox, kube_api, namespace, kube_nodes, exporter, prometheus, make_watcher
+    request, store, sandbox, kube_api, namespace, kube_nodes, exporter, make_watcher
 ):
+    prometheus = request.getfixturevalue(store)  # or VictoriaMetrics: the same PromQL API
     (node,) = kube_nodes(1)
     apps = client.AppsV1Api(kube_api)
     core = client.CoreV1Api(kube_api)

@@ -1,0 +1,130 @@
+"""VictoriaMetrics single-node for the watcher's tests: a PromQL (MetricsQL) store other than
+Prometheus, built lazily from the Go module of one pinned release into the binary cache.
+
+Only the single-node binary can be built here: the cluster components (vminsert, vmselect,
+vmstorage) live on the `-cluster` tags, which the Go module proxy does not serve (403 for
+v1.151.0-cluster, v1.148.9-cluster and v1.136.23-cluster), so a partial answer comes from a
+Prometheus front over shards instead (tests/integration/store_support.py).
+
+`ensure_built` is what `make victoriametrics-build` runs (`python -m sandbox.victoriametrics`);
+run it under the heavy-job lock, it is a Go build. `Server` runs the binary scraping targets
+itself (its `-promscrape.config` takes Prometheus's scrape_configs).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from sandbox import build, versions
+from sandbox.errors import BinaryMissingError
+
+MODULE = "github.com/VictoriaMetrics/VictoriaMetrics"
+# VictoriaMetrics answers an instant query at "now" from data at least this old (its default
+# is 30 s, so that a point still being written is never half there); the watcher stamps a
+# poll with its own time, so the tests ask for the newest data as Prometheus gives it.
+LATENCY_OFFSET = "1s"
+
+
+def binary() -> Path:
+    """The built binary; raises with the command to run when it is missing."""
+    path = build.bin_dir() / versions.victoriametrics_binary()
+    if not path.is_file():
+        raise BinaryMissingError(
+            f"{path.name} is not built ({path} missing): run `make victoriametrics-build`"
+        )
+    return path
+
+
+def ensure_built(say: build.Printer = print) -> Path:
+    """The single-node binary, built first when missing (minutes from a cold Go cache)."""
+    target = build.bin_dir() / versions.victoriametrics_binary()
+    if target.is_file():
+        say(f"{target.name} up to date in {target.parent}")
+        return target
+    go = build.find_go()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    version = f"v{versions.VICTORIAMETRICS_VERSION}"
+    say(f"building VictoriaMetrics {version} (single node)")
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-vm-") as tmp:
+        ldflags = f"-s -w -X {MODULE}/lib/buildinfo.Version=victoria-metrics-{version}"
+        cmd = [go, "install", "-ldflags", ldflags, f"{MODULE}/app/victoria-metrics@{version}"]
+        # Outside any module, so `go install pkg@version` builds with VictoriaMetrics' go.mod.
+        env = dict(os.environ) | {"GOBIN": tmp, "GOFLAGS": "-buildvcs=false"}
+        log = target.parent / "build-victoriametrics.log"
+        build._run(cmd, Path(tmp), env, log, "VictoriaMetrics", say)
+        (Path(tmp) / "victoria-metrics").replace(target)
+    return target
+
+
+def scrape_config(targets: list[str], interval: str) -> dict:
+    """Prometheus-style scrape_configs for the synthetic exporter (its `instance` labels kept)."""
+    return {
+        "global": {"scrape_interval": interval},
+        "scrape_configs": [
+            {
+                "job_name": "synthetic",
+                "honor_labels": True,
+                "static_configs": [{"targets": targets}],
+            }
+        ],
+    }
+
+
+class Server:
+    """One victoria-metrics process with its own data folder, scraping `targets`."""
+
+    def __init__(self, workdir: Path, targets: list[str], port: int, interval: str = "1s") -> None:
+        self.workdir = workdir
+        self.targets = targets
+        self.port = port
+        self.interval = interval
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "victoria-metrics.log"
+
+    def start(self) -> Server:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "scrape.yml"
+        config.write_text(yaml.safe_dump(scrape_config(self.targets, self.interval)))
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(binary()),
+                    f"-httpListenAddr=127.0.0.1:{self.port}",
+                    f"-storageDataPath={self.workdir / 'data'}",
+                    f"-promscrape.config={config}",
+                    f"-search.latencyOffset={LATENCY_OFFSET}",
+                    "-retentionPeriod=1d",
+                    "-loggerLevel=WARN",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def exited(self) -> str | None:
+        """The log's tail when the process has exited, else None."""
+        if self.proc is not None and self.proc.poll() is not None:
+            return self.log_path.read_text(errors="replace")[-2000:]
+        return None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
