@@ -321,7 +321,7 @@ MEASURES = (
 )
 
 
-def last_wave(scenario: Scenario, placed: dict[str, tuple[str, float]]) -> dict[str, int]:
+def last_wave_spread(scenario: Scenario, placed: dict[str, tuple[str, float]]) -> dict[str, int]:
     """How the last wave's pods spread (a scale-out, in idle-scale-out): the most on one node
     and the nodes they went to."""
     first = (scenario.waves - 1) * scenario.per_wave
@@ -618,7 +618,7 @@ def run_one(
         for c in contenders:
             placed = {n: v for n, v in placed_all.items() if n.startswith(f"{c}-p")}
             cpu = true_cpu(c, node_plans, pod_plans, placed, config, final_at)
-            result = measure(cpu, placed, len(pod_plans)) | last_wave(scenario, placed)
+            result = measure(cpu, placed, len(pod_plans)) | last_wave_spread(scenario, placed)
             binds = [tracker.bound[n] for n in placed if n in tracker.bound]
             done = result["pending"] == 0 and binds
             result["bind_seconds"] = round(max(binds) - first, 2) if done else None

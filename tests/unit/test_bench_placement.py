@@ -33,7 +33,7 @@ def test_scenarios_shape_the_plan():
         "c-p013": ("n1", 0.0),
         "c-p023": ("n2", 0.0),
     }
-    assert pl.last_wave(pl.SCENARIOS["idle-scale-out"], placed) == {
+    assert pl.last_wave_spread(pl.SCENARIOS["idle-scale-out"], placed) == {
         "last_wave_pods_per_node_max": 2,
         "last_wave_nodes_used": 2,
     }
