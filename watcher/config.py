@@ -140,6 +140,7 @@ class Config:
     gpu_util_query: str = defaults.GPU_UTIL_QUERY
     gpu_fb_used_query: str = defaults.GPU_FB_USED_QUERY
     gpu_fb_free_query: str = defaults.GPU_FB_FREE_QUERY
+    gpu_pod_query: str = defaults.GPU_POD_QUERY
 
     # -- derived values -----------------------------------------------------------------------
     @property
@@ -197,6 +198,7 @@ class Config:
                 ("util", self.gpu_util_query),
                 ("fbUsed", self.gpu_fb_used_query),
                 ("fbFree", self.gpu_fb_free_query),
+                ("pods", self.gpu_pod_query),
             )
         }
 

@@ -49,3 +49,5 @@ GPU_NODE_LABEL = "Hostname"
 GPU_UTIL_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL)"
 GPU_FB_USED_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_USED)"
 GPU_FB_FREE_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_FREE)"
+# The pod mapping's labels: which pods use which GPU ("" turns per-pod GPU use off).
+GPU_POD_QUERY = 'count by ($label, gpu, namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""})'

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from watcher.errors import ProviderError
+from watcher.gpupods import GpuProfiles, parse_pods, pod_shares
 from watcher.nodenames import NodeNamer
 from watcher.staleness import horizon, state, worst
 from watcher.stats import summarize
@@ -36,7 +37,7 @@ from watcher.window import Frame, Window
 
 log = logging.getLogger(__name__)
 
-UTIL, FB_USED, FB_FREE, MEMORY = "util", "fbUsed", "fbFree", "memory"
+UTIL, FB_USED, FB_FREE, MEMORY, PODS = "util", "fbUsed", "fbFree", "memory", "pods"
 QUERIES = (UTIL, FB_USED, FB_FREE)  # what is asked of Prometheus, in this order
 GpuKey = tuple[str, str]  # (Kubernetes node name, GPU index)
 
@@ -51,6 +52,7 @@ class GpuFetch:
     time: float
     values: dict[str, dict[GpuKey, float]] = field(default_factory=dict)  # metric -> GPU -> v
     info: dict[GpuKey, tuple[str, str]] = field(default_factory=dict)  # (UUID, modelName)
+    pods: dict[GpuKey, set[tuple[str, str]]] = field(default_factory=dict)  # (namespace, pod)
     rejected: Counter[str] = field(default_factory=Counter)
     error: ProviderError | None = None
 
@@ -118,6 +120,10 @@ class PrometheusGpus:
                 values, info, rejected = parse(items, self.label, self.namer, key == UTIL)
                 result.values[key] = values
                 result.info.update(info)
+                result.rejected.update(rejected)
+            if self.queries.get(PODS):  # the pod mapping: which pods use which GPU
+                items = self.provider.vector(self.queries[PODS], result.time, "gpu pods")
+                result.pods, rejected = parse_pods(items, self.label, self.namer)
                 result.rejected.update(rejected)
         except ProviderError as exc:
             result.error = exc
@@ -224,10 +230,15 @@ class GpuPoller:
         expiry: float,
         tolerance: float,
         bounds: tuple[float, float],
+        owners: Any = None,
     ) -> None:
         self.source = source
         self.store = store
         self.window = Window(window)
+        # Per-pod GPU use by workload (watcher/gpupods.py), joined through the pod poller's
+        # owners; without them (no Kubernetes access) every pod is counted `no_owner`.
+        self.owners = owners
+        self.profiles = GpuProfiles(window)
         self.expiry = expiry
         self.tolerance = tolerance
         self.bounds = bounds
@@ -263,6 +274,12 @@ class GpuPoller:
             self.window.add(frame)
             self.info.update({column(k): v for k, v in fetch.info.items()})
         self.gpus = len(fetch.values.get(UTIL) or {})
+        used, util = fetch.values.get(FB_USED) or {}, fetch.values.get(UTIL) or {}
+        shares = pod_shares(fetch.pods, used, util)
+        unowned = self.profiles.add(fetch.time, shares, self.owners)
+        if unowned:
+            fetch.rejected["no_owner"] += unowned
+        self.profiles.trim(fetch.time)
         if fetch.rejected:
             self.rejected.update(fetch.rejected)
             self._log_once(
@@ -279,6 +296,7 @@ class GpuPoller:
             "lastPoll": self.last,
             "counters": self.counters(),
             "nodes": gpu_stats(self.window, self.info, self.tolerance, self.bounds),
+            "workloads": self.profiles.doc(),
         }
         body = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
         self.store.save_gpus(body, self.window.length + 60)

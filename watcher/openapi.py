@@ -235,6 +235,12 @@ GPUS_DOC = {
             "description": "GPU nodes only: a node without GPUs has no entry",
             "additionalProperties": GPU_NODE_DOC,
         },
+        "workloads": {
+            "type": "object",
+            "description": "per workload (namespace/Kind/name), what one replica used of GPUs "
+            "over the window: memory (MiB) and util (percent of one GPU), each p50, p95, max",
+            "additionalProperties": {"type": "object"},
+        },
     },
 }
 STATUS_DOC = {

@@ -56,11 +56,14 @@ def make_poller(config: Config, store: stores.Store, holder: str) -> Poller:
     provider = providers.create(config, api)
     poller = Poller(config, provider, store, NodeNamer(kube), holder)
     poller.pods = make_pod_poller(config, provider, store, api)
-    poller.gpus = make_gpu_poller(config, provider, store, poller.namer)
+    owners = getattr(poller.pods, "owners", None)  # the pod poller's, shared
+    poller.gpus = make_gpu_poller(config, provider, store, poller.namer, owners)
     return poller
 
 
-def make_gpu_poller(config: Config, provider: Any, store: stores.Store, namer: Any) -> Any:
+def make_gpu_poller(
+    config: Config, provider: Any, store: stores.Store, namer: Any, owners: Any = None
+) -> Any:
     """GPU windows from dcgm-exporter's series (watcher/gpus.py), or None when turned off or
     when the metrics come from metrics-server (which has no GPU figures)."""
     if not config.gpu_metrics or config.provider != "prometheus":
@@ -75,6 +78,7 @@ def make_gpu_poller(config: Config, provider: Any, store: stores.Store, namer: A
         config.expiry_seconds,
         config.tolerance,
         config.horizon_bounds,
+        owners,
     )
 
 

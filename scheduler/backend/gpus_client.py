@@ -52,7 +52,13 @@ def parse_gpus(doc: Any) -> GpuLoads:
         if kept:
             out[node] = tuple(sorted(kept, key=lambda g: g.index))
     expiry = _number(doc, "expiry") or NO_GPUS.expiry
-    return GpuLoads(out, expiry, _number(doc, "built") or 0.0)
+    workloads = {}
+    raw = doc.get("workloads")
+    for key, profile in (raw if isinstance(raw, dict) else {}).items():
+        memory, util = _number(profile, "memory", "p95"), _number(profile, "util", "p95")
+        if isinstance(key, str) and memory is not None and util is not None:
+            workloads[key] = (memory, util)
+    return GpuLoads(out, expiry, _number(doc, "built") or 0.0, workloads)
 
 
 class GpusClient(ProfilesClient):

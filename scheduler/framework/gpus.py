@@ -28,6 +28,9 @@ class GpuLoads:
     by_node: dict[str, tuple[GpuStats, ...]] = field(default_factory=dict)
     expiry: float = 300.0
     built: float = 0.0
+    # per workload (`namespace/Kind/name`), what one replica used over the watcher's window:
+    # (GPU memory MiB, utilisation % of one GPU), both at p95
+    workloads: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def live(self, node: str, now: float) -> tuple[GpuStats, ...]:
         """The node's GPUs with data not yet expired at `now` (fresh or stale)."""

@@ -5,8 +5,10 @@ and `nvidia.com/gpu.shared` when time-slicing renames its replicas); every other
 skipped in PreFilter and PreScore, at the cost of a few dictionary look-ups.
 
 The pod's need: GPU memory per GPU from its `memoryAnnotation` (a quantity: "8Gi", "500Mi"),
-else `defaultMemory`; GPU compute from its `utilAnnotation` (percent of one GPU), else
-`defaultUtil`; times its GPU count (a shared replica counts as one GPU's worth).
+else what one replica of its workload used (p95 over the watcher's window, from
+dcgm-exporter's pod mapping) spread over its GPUs, else `defaultMemory`; GPU compute likewise
+from its `utilAnnotation` (percent of one GPU), the workload's use, or `defaultUtil`; times its
+GPU count (a shared replica counts as one GPU's worth).
 
 A node's GPUs as seen: its GPUs' windows from the watcher (dcgm-exporter's series), not
 expired. What was placed on it but is not in the window yet counts through the node's pods:
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, Snapshot, Status
+from scheduler.framework.gpus import GpuLoads
+from scheduler.plugins.helpers.estimator import workload
 from scheduler.plugins.helpers.loadview import MISSING, note_fallback
 from shared.quantities import QuantityError, bytes_value
 
@@ -89,33 +93,49 @@ def gpu_count(pod: PodInfo, names: tuple[str, ...]) -> int:
     return sum(pod.requests.get(name, 0) for name in names)
 
 
-def need_of(pod: PodInfo, args: Args) -> Need | None:
-    """What the pod asks of GPUs; None for a pod that requests none. A malformed annotation
-    counts as absent (the default): a typo must not keep a pod from scheduling."""
-    count = gpu_count(pod, args.resource_names)
-    if count <= 0:
-        return None
+def declared(pod: PodInfo, args: Args) -> tuple[int, float | None, float | None]:
+    """(GPU count, memory MiB, util %) as the pod states them, None where it does not; parsed
+    once per pod. A malformed annotation counts as absent: a typo must not block a pod."""
     memo = pod.memo.get(NAME)
     if memo is not None and memo[0] is args:  # profiles may read different annotations
         return memo[1]
     annotations = (pod.raw.get("metadata") or {}).get("annotations") or {}
-    memory = args.default_memory_mib
+    memory = util = None
     text = annotations.get(args.memory_annotation)
     if text is not None:
         try:
             memory = max(0.0, bytes_value(text) / MIB)
         except QuantityError:
             pass
-    util = args.default_util
     text = annotations.get(args.util_annotation)
     if text is not None:
         try:
             util = min(100.0, max(0.0, float(text)))
         except ValueError:
             pass
-    need = Need(count, memory, util)
-    pod.memo[NAME] = (args, need)
-    return need
+    found = (gpu_count(pod, args.resource_names), memory, util)
+    pod.memo[NAME] = (args, found)
+    return found
+
+
+def need_of(pod: PodInfo, args: Args, gpus: GpuLoads | None = None) -> Need | None:
+    """What the pod asks of GPUs; None for a pod that requests none."""
+    if not args.resource_names or not any(n in pod.requests for n in args.resource_names):
+        return None
+    count, memory, util = declared(pod, args)
+    if count <= 0:
+        return None
+    if (memory is None or util is None) and gpus is not None and gpus.workloads:
+        owner = workload(pod)
+        learned = gpus.workloads.get(owner.key) if owner is not None else None
+        if learned is not None:  # one replica's use, over the GPUs it asks for
+            memory = learned[0] / count if memory is None else memory
+            util = min(100.0, learned[1] / count) if util is None else util
+    return Need(
+        count,
+        args.default_memory_mib if memory is None else memory,
+        args.default_util if util is None else util,
+    )
 
 
 @dataclass(frozen=True)
@@ -134,7 +154,7 @@ def node_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> NodeGpus | None:
         return None
     placed_mib = placed_util = 0.0
     for pod in node.pods.values():
-        need = need_of(pod, args)
+        need = need_of(pod, args, snap.gpus)
         if need is not None:
             placed_mib += need.gpus * need.memory_mib
             placed_util += need.gpus * need.util
@@ -158,12 +178,12 @@ class Plugin:
 
     # -- filter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, snap: Snapshot) -> bool:
-        need = need_of(pod, self.args)
+        need = need_of(pod, self.args, snap.gpus)
         state[_KEY] = need
         return need is not None and need.memory_mib > 0 and len(snap.gpus) > 0
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
-        need = state[_KEY] if _KEY in state else need_of(pod, self.args)
+        need = state[_KEY] if _KEY in state else need_of(pod, self.args, snap.gpus)
         if need is None or need.memory_mib <= 0:
             return Status.success()
         seen = node_gpus(node, snap, self.args)
@@ -180,7 +200,7 @@ class Plugin:
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> bool:
-        need = need_of(pod, self.args)
+        need = need_of(pod, self.args, snap.gpus)
         state[_KEY] = need
         return need is not None and len(snap.gpus) > 0
 
@@ -197,7 +217,7 @@ class Plugin:
     def score_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> list[int]:
-        need = state[_KEY] if _KEY in state else need_of(pod, self.args)
+        need = state[_KEY] if _KEY in state else need_of(pod, self.args, snap.gpus)
         if need is None:
             return [0] * len(nodes)
         values = [self._score(need, node, snap) for node in nodes]

@@ -192,11 +192,38 @@ def test_parse_gpus_keeps_good_gpus_and_drops_bad_ones():
             "b": {"gpus": {"0": {**good, "last": None}}},
             "c": "nonsense",
         },
+        "workloads": {
+            "ns/Deployment/x": {"memory": {"p95": 100}, "util": {"p95": 5}},
+            "ns/Deployment/y": {"memory": {"p95": -1}, "util": {"p95": 5}},
+        },
     }
     loads = parse_gpus(doc)
     assert list(loads.by_node) == ["a"] and loads.expiry == 120.0
+    assert loads.workloads == {"ns/Deployment/x": (100.0, 5.0)}
     (one,) = loads.by_node["a"]
     assert one.index == "1" and one.util == 100.0 and one.fb_total == 40.0
     assert loads.live("a", NOW + 121) == ()
     with pytest.raises(ValueError):
         parse_gpus({"nodes": []})
+
+
+def test_a_workloads_measured_gpu_use_stands_in_for_the_annotation():
+    plugin = gpu_load.Plugin()
+    owner = {"kind": "ReplicaSet", "name": "infer-abc", "controller": True}
+
+    def replica(name: str, **notes: str):
+        pod = gpu_pod(name, memory=None, resource=SHARED)
+        pod.raw["metadata"].update(ownerReferences=[owner], labels={"pod-template-hash": "abc"})
+        pod.raw["metadata"]["annotations"] = notes
+        return pod
+
+    s = snap([gpu_node("g")], {"g": (gpu("0", 0, 30),)})  # 10 GiB free
+    s.gpus = GpuLoads(s.gpus.by_node, 300.0, NOW, {"ns/Deployment/infer": (12288.0, 55.0)})
+    _, result = verdicts(plugin, replica("infer-abc-1"), s)
+    assert result["g"].reasons == ("node(s) had no GPU with 12288 MiB free",)
+    need = gpu_load.need_of(replica("infer-abc-2"), plugin.args, s.gpus)
+    assert need == gpu_load.Need(1, 12288.0, 55.0)
+    # the pod's own word comes first
+    need = gpu_load.need_of(replica("infer-abc-3", **{"ballast.io/gpu-memory": "1Gi"}),
+                            plugin.args, s.gpus)  # fmt: skip
+    assert need == gpu_load.Need(1, 1024.0, 55.0)

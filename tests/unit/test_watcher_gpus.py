@@ -132,4 +132,57 @@ def test_no_gpu_series_means_one_query_per_poll():
     assert "Hostname" in queries[UTIL] and "DCGM_FI_DEV_GPU_UTIL" in queries[UTIL]
     provider = OneQuery({queries[UTIL]: [item("gpu-0", "0", "3")]})
     result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
-    assert len(provider.asked) == 3 and result.values[UTIL] == {("gpu-0", "0"): 3.0}
+    assert len(provider.asked) == 4 and result.values[UTIL] == {("gpu-0", "0"): 3.0}
+    assert provider.asked[3] == queries["pods"] and "DCGM_FI_DEV_GPU_UTIL" in queries["pods"]
+
+
+class Owners:
+    """watcher.owners.PodOwners' lookup, from a fixed map (its listing is tested elsewhere)."""
+
+    def __init__(self, owners: dict) -> None:
+        self.owners = owners
+
+    def update(self, unknown: bool = False) -> None:
+        pass
+
+    def lookup(self, namespace: str, pod: str):
+        return self.owners.get((namespace, pod))
+
+
+def test_per_pod_gpu_use_by_workload():
+    from shared.workloads import Workload
+    from watcher.gpupods import parse_pods, pod_shares
+
+    pods_items = [
+        {"metric": {"Hostname": "gpu-0", "gpu": "0", "namespace": "ml", "pod": "infer-a"}},
+        {"metric": {"Hostname": "gpu-0", "gpu": "0", "namespace": "ml", "pod": "infer-b"}},
+        {"metric": {"Hostname": "gpu-0", "gpu": "1", "namespace": "ml", "pod": "train-0"}},
+        {"metric": {"Hostname": "gpu-1", "gpu": "0", "namespace": "ml", "pod": "train-0"}},
+        {"metric": {"Hostname": "gpu-0", "gpu": "1", "namespace": "", "pod": ""}},
+        {"metric": {"Hostname": "far", "gpu": "0", "namespace": "ml", "pod": "x"}},
+    ]
+    pods, rejected = parse_pods(pods_items, "Hostname", NAMER)
+    assert rejected == {"no_pod_label": 1, "unknown_node": 1}
+    used = {("gpu-0", "0"): 8000.0, ("gpu-0", "1"): 30000.0, ("gpu-1", "0"): 10000.0}
+    util = {("gpu-0", "0"): 60.0, ("gpu-0", "1"): 90.0, ("gpu-1", "0"): 70.0}
+    shares = pod_shares(pods, used, util)
+    # a shared GPU split evenly; a pod on two GPUs sums them
+    assert shares == {("ml", "infer-a"): (4000.0, 30.0), ("ml", "infer-b"): (4000.0, 30.0),
+                      ("ml", "train-0"): (40000.0, 160.0)}  # fmt: skip
+    infer = Workload("ml", "Deployment", "infer", "abc")
+    owners = Owners({("ml", "infer-a"): infer, ("ml", "infer-b"): infer})
+    store = MemoryStore(60.0)
+    key = ("gpu-0", "0")
+    answers = [
+        GpuFetch(100.0 + i, {UTIL: util, FB_USED: used, FB_FREE: {key: 1.0}}, pods=pods)
+        for i in range(3)
+    ]
+    poller = GpuPoller(Scripted(answers), store, 60.0, 60.0, 5.0, (2.0, 60.0), owners)
+    for _ in range(3):
+        poller.poll()
+    doc = json.loads(store.gpus_doc())
+    infer_doc = doc["workloads"]["ml/Deployment/infer"]
+    assert infer_doc["samples"] == 6 and infer_doc["memory"]["p95"] == 4000.0
+    assert infer_doc["util"]["max"] == 30.0
+    assert list(doc["workloads"]) == ["ml/Deployment/infer"]
+    assert doc["counters"]["rejected"]["no_owner"] == 3  # train-0, once a poll
