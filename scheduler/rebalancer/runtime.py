@@ -13,9 +13,11 @@ restart comes back as a standby with fresh state.
 A refused eviction never blocks a node: a workload whose budget is at its limit (its status in
 the cache says so) is passed over, and one whose budget refused with 429 is not tried again (its
 budget not asked again) for the node's rest period; the round re-plans the node without it and
-goes on to its next candidate, within the round's limits. A dry run (or the kill switch) holds
-the write only: the node rests, its streak resets, the rate and the round's limits are spent as
-a live eviction would spend them, so it reports the moves a live run would make.
+goes on to its next candidate, within the round's limits.
+
+A dry run holds the write only: the node rests, its streak resets, the rate and the round's
+limits are spent as a live eviction would spend them, so it reports the moves a live run would
+make. The kill switch holds moves without any of that, so that released it acts at once.
 
 A new leader first reads back which nodes are resting from the Events any leader wrote, and
 every replica reads which workloads are short a replica from their controllers' status in the
@@ -414,7 +416,14 @@ class Rebalancer:
         """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not."""
         s = self.settings
         pod, t = move.pod, self.telemetry
-        held = DRY_RUN if s.dry_run else "" if self.enabled() else KILL_SWITCH
+        if not s.dry_run and not self.enabled():
+            # The kill switch is a brake, not a rehearsal: no state changes, so that once it is
+            # released the rebalancer acts at once on what is still hot.
+            t.would_evict.inc()
+            summary["wouldEvict"].append(pod.key)
+            self._log(WOULD_EVICT, move.source, pod.key, KILL_SWITCH, move.note(), move.target)
+            return KILL_SWITCH
+        held = DRY_RUN if s.dry_run else ""
         if not self.bucket.take():
             self._skip(move.source, pod.key, RATE_LIMIT)
             return RATE_LIMIT
