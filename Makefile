@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
 
 all: test
 
@@ -47,6 +47,11 @@ metrics-server-build: trimaran-build
 helm-build: sandbox-build
 	$(BALLAST) sandbox build --with-helm
 
+# Koordinator's koord-scheduler and koord-descheduler (pinned in sandbox/versions.py) for the
+# peer's tests and benchmarks; after every other build, never beside them.
+koordinator-build: metrics-server-build helm-build
+	$(BALLAST) sandbox build --with-koordinator
+
 # VictoriaMetrics single node (pinned in sandbox/versions.py), the watcher's other PromQL store
 # in its tests; after the other builds, never beside them.
 victoriametrics-build: metrics-server-build helm-build
@@ -56,7 +61,7 @@ victoriametrics-build: metrics-server-build helm-build
 manifests: helm-build
 	$(PY) -m sandbox.chart
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build lint
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build koordinator-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.

@@ -49,6 +49,8 @@ def binary(name: str) -> Path:
             how = "make helm-build"
         elif name == versions.metrics_server_binary():
             how = "ballast sandbox build --with-metrics-server"
+        elif name in (versions.koord_scheduler_binary(), versions.koord_descheduler_binary()):
+            how = "ballast sandbox build --with-koordinator"
         elif name != "kube-scheduler":
             how = "make sandbox-build"
         raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")

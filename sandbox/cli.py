@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sandbox import build, defaults
+from sandbox import build, defaults, koordinator
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.errors import SandboxError
 from sandbox.nodes import numbered
@@ -29,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--with-metrics-server", action="store_true", help="also build metrics-server")
     p.add_argument("--with-helm", action="store_true", help="also build helm (the chart's tests)")
+    p.add_argument(
+        "--with-koordinator",
+        action="store_true",
+        help="also build Koordinator's koord-scheduler and koord-descheduler (and keep its CRDs)",
+    )
     p.set_defaults(func=_guarded(cmd_build))
 
     p = commands.add_parser("up", help="start the control plane and N Ready fake nodes")
@@ -59,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--with-metrics-server",
         action="store_true",
         help="also run metrics-server (metrics.k8s.io, `kubectl top`), fed by kwok's kubelets",
+    )
+    p.add_argument(
+        "--with-koordinator",
+        action="store_true",
+        help="also apply Koordinator's CRDs and write a NodeMetric per node from the simulated "
+        "load (for koord-scheduler and koord-descheduler)",
     )
     p.add_argument(
         "--no-controllers",
@@ -111,6 +122,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         with_metrics_server=args.with_metrics_server,
         with_helm=args.with_helm,
     )
+    if args.with_koordinator:
+        koordinator.ensure_built(say=lambda s: print(s, flush=True))
     return 0
 
 
@@ -126,6 +139,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         metrics_server=args.with_metrics_server,
         controllers=not args.no_controllers,
     )
+    if args.with_koordinator:
+        koordinator.crds()  # built? before anything starts
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
     if args.gpu_nodes > 0:
         from sandbox.gpusim import gpu_node_specs
@@ -148,6 +163,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"logs in {plane.log_dir}; use it with:  eval $(ballast sandbox env)")
     if args.with_metrics_server:
         print("metrics-server registered; `kubectl top nodes` answers after its second scrape")
+    if args.with_koordinator:
+        with plane.api_client() as api:
+            names = koordinator.apply_crds(api)
+        koordinator.start_node_agent(plane)
+        print(
+            f"Koordinator's {len(names)} CRDs applied; the simulator writes each node's NodeMetric "
+            "every 60 s (5-minute averages, as koordlet), log in the logs folder (simulator.log)"
+        )
     return 0
 
 

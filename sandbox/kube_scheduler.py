@@ -38,10 +38,12 @@ def start_kube_scheduler(
     timeout: float = 60.0,
     name: str = "kube-scheduler",
     binary_name: str = "kube-scheduler",
+    extra_args: list[str] | None = None,
 ) -> int:
     """Starts kube-scheduler, waits for its /healthz, returns its (loopback) secure port.
     `name` tells several apart (process, log, config file); `binary_name` picks a build from
-    the cache with more plugins registered, such as the Trimaran scheduler."""
+    the cache with more plugins registered, such as the Trimaran scheduler; `extra_args` are
+    added to its command line."""
     binary = build.binary(binary_name)
     port = processes.free_port()
     config_file = plane.state_dir / f"{name}.yaml"
@@ -53,6 +55,7 @@ def start_kube_scheduler(
         f"--secure-port={port}",
         f"--authentication-kubeconfig={plane.kubeconfig}",
         f"--authorization-kubeconfig={plane.kubeconfig}",
+        *(extra_args or []),
     ]
     plane.spawn(name, argv)
     url = f"https://127.0.0.1:{port}/healthz"

@@ -225,6 +225,10 @@ def pod_requests(pod: dict) -> tuple[int, int]:
     return cpu, memory
 
 
+# What `Simulator(on_tick=...)` is called with: nodes, running pods, now, the config.
+TickObserver = Callable[[dict[str, NodeCapacity], list[PodUse], float, SimulatorConfig], None]
+
+
 class Simulator:
     """Keeps the exporter's per-node load equal to background plus placed pods' use, and with
     `kwok_usage` the annotations kwok's kubelets report the same load from."""
@@ -236,12 +240,15 @@ class Simulator:
         config: SimulatorConfig | None = None,
         clock: Callable[[], float] = time.time,
         kwok_usage: bool = False,
+        on_tick: TickObserver | None = None,
     ) -> None:
         self.api = api
         self.exporter = exporter
         # dcgm-exporter's series for GPU nodes, following their GPU pods (sandbox/gpusim.py)
         self.gpus = gpusim.GpuSimulator(exporter) if exporter is not None else None
         self.kwok_usage = kwok_usage
+        # Handed the state every tick's loads come from (sandbox.nodemetric's writer).
+        self.on_tick = on_tick
         # What has been annotated already: pod uid -> (node, started); node -> capacity.
         self._annotated_pods: dict[str, tuple[str, float]] = {}
         self._annotated_nodes: dict[str, NodeCapacity] = {}
@@ -294,6 +301,10 @@ class Simulator:
 
     def update(self) -> None:
         """Push the current loads to the exporter (the tick thread calls this every interval)."""
+        if self.on_tick is not None:
+            with self._lock:
+                nodes, pods = dict(self._nodes), list(self._pods.values())
+            self.on_tick(nodes, pods, self.clock(), self.config)
         if self.kwok_usage:
             self._annotate()
         if self.exporter is None:

@@ -10,6 +10,7 @@ import threading
 from kubernetes import config
 
 from sandbox.exporter import SyntheticExporter
+from sandbox.nodemetric import NodeMetricConfig, NodeMetricWriter
 from sandbox.simulator import Simulator, SimulatorConfig
 
 
@@ -44,6 +45,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--background-memory", type=_range, default=(10.0, 30.0), metavar="LOW:HIGH"
     )
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between updates")
+    parser.add_argument(
+        "--node-metrics",
+        action="store_true",
+        help="also write Koordinator's NodeMetric per node, as its node agent would "
+        "(needs its CRDs: `ballast sandbox up --with-koordinator`)",
+    )
+    parser.add_argument(
+        "--node-metric-report",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between NodeMetric writes (koordlet's default 60)",
+    )
+    parser.add_argument(
+        "--node-metric-window",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="NodeMetric usage is the mean over this many seconds (koordlet's default 300)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -59,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             background_memory=args.background_memory,
             interval=args.interval,
         )
+        metric_config = NodeMetricConfig(args.node_metric_report, args.node_metric_window)
         port_number = int(port)
     except ValueError as exc:
         print(f"ballast simulator: {exc}", file=sys.stderr)
@@ -69,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"ballast simulator: no cluster access: {exc}", file=sys.stderr)
         return 2
     exporter = SyntheticExporter(host or "127.0.0.1", port_number).start()
-    simulator = Simulator(api, exporter, sim_config).start()
+    writer = NodeMetricWriter(api, metric_config).start() if args.node_metrics else None
+    on_tick = writer.observe if writer is not None else None
+    simulator = Simulator(api, exporter, sim_config, on_tick=on_tick).start()
     print(f"serving node metrics at {exporter.url}/metrics (Ctrl-C stops)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -78,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     simulator.stop()
+    if writer is not None:
+        writer.stop()
     exporter.stop()
     api.close()
     return 0

@@ -33,6 +33,10 @@ DESCHEDULER_VERSION = "0.36.0"
 # newest release whose go.mod this Go accepts. The cluster's `-cluster` tags are not served by
 # the module proxy (sandbox/victoriametrics/).
 VICTORIAMETRICS_VERSION = "1.151.0"
+# github.com/koordinator-sh/koordinator: koord-scheduler (LoadAwareScheduling) and koord-descheduler
+# (LowNodeLoad), the load-aware peer built from koordinator/go.mod. v1.8.0 is built on Kubernetes
+# 1.35.2 (its replace block, copied into that go.mod), one minor above the sandbox's apiserver.
+KOORDINATOR_VERSION = "1.8.0"
 
 
 def staging_version() -> str:
@@ -54,6 +58,44 @@ def trimaran_binary() -> str:
 def descheduler_binary() -> str:
     """The descheduler's name in the binary cache: a new pin builds a new one."""
     return f"descheduler-{DESCHEDULER_VERSION}"
+
+
+def koord_scheduler_binary() -> str:
+    """koord-scheduler's name in the binary cache: a new Koordinator pin builds a new one."""
+    return f"koord-scheduler-{KOORDINATOR_VERSION}"
+
+
+def koord_descheduler_binary() -> str:
+    return f"koord-descheduler-{KOORDINATOR_VERSION}"
+
+
+def koordinator_crds() -> str:
+    """The folder in the binary cache holding the pinned release's CRDs (config/crd/bases)."""
+    return f"koordinator-crds-{KOORDINATOR_VERSION}"
+
+
+def koordinator_go_mod_mismatches(go_mod: str) -> list[str]:
+    """koordinator/go.mod must require the pinned release, build its koord-descheduler as a
+    tool, and carry its replace block (without it k8s.io/client-go resolves to v11)."""
+    problems = []
+    wanted = f"v{KOORDINATOR_VERSION}"
+    found = re.search(
+        r"^\s*(?:require )?github\.com/koordinator-sh/koordinator (v\S+)", go_mod, re.M
+    )
+    if not found:
+        problems.append("github.com/koordinator-sh/koordinator is not required")
+    elif found.group(1) != wanted:
+        problems.append(
+            f"github.com/koordinator-sh/koordinator is {found.group(1)}, pinned {wanted}"
+        )
+    tool = r"^\s*(?:tool )?github\.com/koordinator-sh/koordinator/cmd/koord-descheduler$"
+    if not re.search(tool, go_mod, re.M):
+        problems.append(
+            "no `tool github.com/koordinator-sh/koordinator/cmd/koord-descheduler` line"
+        )
+    if not re.search(r"^\s*k8s\.io/client-go => k8s\.io/client-go v\S+", go_mod, re.M):
+        problems.append("k8s.io/client-go is not replaced (copy koordinator's replace block)")
+    return problems
 
 
 def victoriametrics_binary() -> str:
