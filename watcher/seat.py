@@ -96,13 +96,15 @@ class PollerSeat:
             log.info("worker %d runs the replica's poller", os.getpid())
             try:
                 self.on_seated()
-            except Exception:
+            except Exception as exc:
                 # A poller that cannot start (its provider, its store, the cluster's config)
                 # must not keep the seat: no worker of the replica would ever poll.
                 self.failures += 1
                 pause = min(self.retry * 2**self.failures, BACKOFF_MAX)
-                log.exception("worker %d: the poller failed to start; seat given up, trying "
-                              "again in %.0fs", os.getpid(), pause)  # fmt: skip
+                # The cause on the line itself; the traceback once, not at every retry.
+                log.error("worker %d: the poller failed to start (%s: %s); seat given up, "
+                          "trying again in %.0fs", os.getpid(), type(exc).__name__, exc, pause,
+                          exc_info=self.failures == 1)  # fmt: skip
                 self.release()
                 # Another worker, trying every `retry`, takes it first.
                 if self._life.stopping.wait(pause):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 from tests.fixtures.ports import wait_for
 
@@ -90,3 +91,22 @@ def test_a_wedged_poller_fails_liveness_and_only_it(prometheus, exporter, make_r
     finally:
         os.kill(pid, signal.SIGCONT)
     wait_for(lambda: watcher.get("/healthz").status_code == 200, timeout=15, what="alive again")
+
+
+def test_a_poller_that_cannot_start_hands_its_seat_on(
+    sandbox, prometheus, exporter, make_redis, make_watcher, tmp_path
+):
+    """The cluster's config is unreadable when the first worker takes the seat: the failure is
+    logged with its cause, the seat given up, and once the config is good a worker polls."""
+    exporter.set(NODE + "-s", cpu=20.0, memory=20.0)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("not: [a kubeconfig")
+    watcher = make_watcher(prometheus.url, make_redis().url, kubeconfig=str(kubeconfig), **TIMING)
+    line = wait_for(lambda: next((x for x in watcher.log_path.read_text().splitlines()
+                                  if "the poller failed to start" in x), None),
+                    timeout=30, what="the failure logged")  # fmt: skip
+    assert "ScannerError" in line or "ParserError" in line, line  # the cause, on the line
+    assert watcher.get("/healthz").status_code == 200  # given up: nobody holds the seat wedged
+    kubeconfig.write_text(Path(sandbox.kubeconfig).read_text())
+    wait_for(lambda: watcher.status().get("lastSuccess"), timeout=30, what="a worker polling")
+    assert watcher.proc.poll() is None

@@ -68,7 +68,7 @@ def test_a_poller_that_fails_to_start_gives_the_seat_up(tmp_path, caplog):
         assert second.seated.wait(5)  # the seat was handed on, not kept by a dead start
     assert not first.seated.is_set() and first.failures >= 1
     failed = [r for r in caplog.records if "failed to start" in r.getMessage()]
-    assert failed and "no URL configured" in str(failed[0].exc_info[1])
+    assert failed and "RuntimeError: provider: no URL configured" in failed[0].getMessage()
     assert seated_at(lock) is not None
     for seat in (first, second):
         seat.stop()
