@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
 
 all: test
 
@@ -57,11 +57,16 @@ koordinator-build: metrics-server-build helm-build
 victoriametrics-build: metrics-server-build helm-build
 	$(PY) -m sandbox.victoriametrics
 
+# Thanos (querier and sidecar, pinned in sandbox/versions.py) for the watcher's partial-answer
+# tests; after the other builds, never beside them.
+thanos-build: victoriametrics-build
+	$(PY) -m sandbox.thanos
+
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
 	$(PY) -m sandbox.chart
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build koordinator-build lint
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.

@@ -33,6 +33,11 @@ DESCHEDULER_VERSION = "0.36.0"
 # newest release whose go.mod this Go accepts. The cluster's `-cluster` tags are not served by
 # the module proxy (sandbox/victoriametrics/).
 VICTORIAMETRICS_VERSION = "1.151.0"
+# github.com/thanos-io/thanos: a querier over sidecars, the watcher's distributed store with
+# partial answers in the tests (sandbox/thanos/go.mod carries Thanos's replace block). Not the
+# newest: from v0.36 Thanos needs zenhack.net/go/util (through capnproto), which the module proxy
+# does not serve.
+THANOS_VERSION = "0.35.1"
 # github.com/koordinator-sh/koordinator: koord-scheduler (LoadAwareScheduling) and koord-descheduler
 # (LowNodeLoad), the load-aware peer built from koordinator/go.mod. v1.8.0 is built on Kubernetes
 # 1.35.2 (its replace block, copied into that go.mod), one minor above the sandbox's apiserver.
@@ -101,6 +106,11 @@ def koordinator_go_mod_mismatches(go_mod: str) -> list[str]:
 def victoriametrics_binary() -> str:
     """VictoriaMetrics' name in the binary cache: a new pin builds a new one."""
     return f"victoria-metrics-{VICTORIAMETRICS_VERSION}"
+
+
+def thanos_binary() -> str:
+    """Thanos's name in the binary cache: a new pin builds a new one."""
+    return f"thanos-{THANOS_VERSION}"
 
 
 def helm_binary() -> str:

@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.fixtures.redis",
     "tests.fixtures.prometheus",
     "tests.fixtures.victoriametrics",
+    "tests.fixtures.thanos",
     "tests.fixtures.kube",
     "tests.fixtures.watcher",
     "tests.fixtures.metrics_server",

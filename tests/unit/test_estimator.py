@@ -93,46 +93,51 @@ def test_profile_then_previous_revision_then_requests() -> None:
 def test_an_idle_profile_predicts_its_floor() -> None:
     pod = replica("h2", cpu="500m")  # Koordinator's rule: 425m; the caller's here: 750m
     e = estimate(pod, profiles(h2=rev(5.0)), fallback=(750, 0))
-    assert (e.cpu_m, e.source, e.floored) == (300, PROFILE, True)  # 0.4 x 750m, not 5m
+    assert (e.cpu_m, e.source, e.floored) == (375, PROFILE, True)  # 0.5 x 750m, not 5m
     assert e.memory == 100 * MI  # memory is what the profile says
     assert "(CPU at the floor)" in e.describe()
     e = estimate(pod, profiles(h2=rev(5.0)))
-    assert (e.cpu_m, e.floored) == (170, True)  # 0.4 x Koordinator's 425m
+    assert (e.cpu_m, e.floored) == (213, True)  # 0.5 x Koordinator's 425m, rounded
     e = estimate(pod, profiles(h2=rev(400.0)), fallback=(750, 0))
     assert (e.cpu_m, e.floored) == (400, False)  # above the floor: the profile itself
     e = estimate(pod, profiles(h2=rev(900.0, samples=3), h1=rev(5.0)), fallback=(750, 0))
-    assert (e.cpu_m, e.source, e.floored) == (300, PROFILE_PREVIOUS, True)
+    assert (e.cpu_m, e.source, e.floored) == (375, PROFILE_PREVIOUS, True)
     no_floor = EstimatorArgs(profile_floor=0.0)
     assert estimate(pod, profiles(h2=rev(5.0)), no_floor, fallback=(750, 0)).cpu_m == 5
 
 
 def test_a_scale_out_of_an_idle_workload_spreads() -> None:
-    # Eight replicas of a workload whose replicas measure 5m, placed one after the other by
-    # TargetLoadPacking, each counted on its node as recently bound (as the cycle does): at
-    # ~0 each, all go to the node nearest the 40 % target; at the floor (0.4 x 750m = 300m,
-    # 7.5 % of a node) they fill nodes up to the target and move on, as 750m each would.
-    def placed(args: EstimatorArgs) -> dict[str, int]:
-        nodes = [make_node(f"n{i}", cpu="4") for i in range(6)]
-        percents = (10, 20, 25, 30, 32, 35)
-        loads = {n.name: {"cpu": stats(avg=p)} for n, p in zip(nodes, percents, strict=True)}
+    # Eight replicas of a workload whose replicas measure 5m (request 500m: the rule's 750m is
+    # 18.75 % of a node), placed one after the other by TargetLoadPacking, each counted on its
+    # node as recently bound (as the cycle does). At ~0 each, all go to the node nearest the
+    # 40 % target; at the floor (0.5 x 750m) they fill nodes up to the target and move on, and
+    # when they wake up to the rule's figure no node passes 80 % (docs/profiles.md: 80 - B).
+    background = (10, 20, 25, 30, 32, 35)
+
+    def placed(args: EstimatorArgs) -> dict[int, int]:
+        nodes = [make_node(f"n{i}", cpu="4") for i in range(len(background))]
+        loads = {n.name: {"cpu": stats(avg=b)} for n, b in zip(nodes, background, strict=True)}
         snap = snapshot(nodes, loads, recent={})
         snap.workloads = profiles(h2=rev(5.0))
         plugin = target_load_packing.Plugin(target_load_packing.Args(estimator=args))
-        count: dict[str, int] = {}
+        count: dict[int, int] = {}
         for _ in range(8):
             pod = replica("h2", cpu="500m")
             scores = plugin.score_all(CycleState(), pod, nodes, snap)
-            best = nodes[max(range(len(nodes)), key=lambda i: (scores[i], -i))].name
+            best = max(range(len(nodes)), key=lambda i: (scores[i], -i))
             count[best] = count.get(best, 0) + 1
             use = estimate(pod, snap.workloads, args, (750, 0)).cpu_m
-            snap.recent_cpu_m[best] = snap.recent_cpu_m.get(best, 0) + use
+            snap.recent_cpu_m[nodes[best].name] = snap.recent_cpu_m.get(nodes[best].name, 0) + use
         return count
 
-    assert placed(EstimatorArgs(profile_floor=0.0)) == {"n5": 8}
-    floored = placed(EstimatorArgs())  # {n0: 2, n1: 2, n2: 2, n3: 1, n4: 1}
-    assert max(floored.values()) <= 2 and len(floored) >= 5, floored
+    def woken(count: dict[int, int]) -> float:
+        return max(background[i] + n * 18.75 for i, n in count.items())
+
+    assert placed(EstimatorArgs(profile_floor=0.0)) == {5: 8}  # 35 + 8 x 18.75: 185 %
+    floored = placed(EstimatorArgs())  # {0: 3, 1: 2, 2: 1, 3: 1, 4: 1}
+    assert len(floored) >= 5 and woken(floored) <= 80, floored
     by_requests = placed(EstimatorArgs(use_profiles=False))  # two on n0 and n1, one elsewhere
-    assert max(by_requests.values()) <= 2 and len(by_requests) == 6, by_requests
+    assert len(by_requests) == 6 and woken(by_requests) <= 80, by_requests
 
 
 def test_a_profile_too_old_is_not_used() -> None:
@@ -263,7 +268,7 @@ def test_a_profile_never_makes_the_load_threshold_refuse_what_requests_allow() -
     snap.workloads = profiles(h2=rev(3000.0))
     assert not plugin.filter(CycleState(), pod, node, snap).ok
     # and a light profile lets a pod onto a node its requests would keep off (at 76 %: 76 +
-    # 7.5 with the request rule's 300m; 76 + 3 with the profile's 10m under its floor, 120m)
+    # 7.5 with the request rule's 300m; 76 + 3.75 with the profile's 10m under its floor, 150m)
     snap = snapshot([node], {"n1": {"cpu": stats(avg=76.0)}})
     snap.workloads = profiles(h2=rev(3000.0))
     assert not plugin.filter(CycleState(), pod, node, snap).ok

@@ -220,8 +220,8 @@ def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail
 
 
 def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
-    # Excess 15 points. "idle" (2 CPU requested) measures 5m: with the floor (0.4 x 3000m =
-    # 30 %) it would look like the one pod that covers the excess alone; what leaving it takes
+    # Excess 15 points. "idle" (2 CPU requested) measures 5m: with the floor (0.5 x 3000m =
+    # 37.5 %) it would look like the one pod that covers the excess alone; what leaving it takes
     # off the node is its 5m. "busy" measures 400m (10 %): the bigger relief, tried first.
     # (Its replacement is still predicted at the floor: tests/unit/test_estimator.py.)
     def measured(cpu_m: float) -> WorkloadProfile:

@@ -20,7 +20,7 @@ In order:
    (Koordinator's defaults).
 
 A profile's CPU figure has a floor: `profile_floor` times the request-based figure of 3.
-(docs/profiles.md says why 0.4): the replicas of an idle workload measure ~0, and a new
+(docs/profiles.md says why 0.5): the replicas of an idle workload measure ~0, and a new
 replica predicted at ~0 adds nothing to its node, so a scale-out would pile onto one node.
 `Estimate.floored` says when the floor was used.
 """
@@ -57,7 +57,7 @@ class EstimatorArgs:
     default_memory: int = 200 * 1024**2
     use_profiles: bool = True
     # A profile's CPU is at least this fraction of the request-based figure (see the docs).
-    profile_floor: float = 0.4
+    profile_floor: float = 0.5
     # A revision whose newest sample is this much older than the profiles (watcher's clock,
     # plus what the scheduler has held them) is not used; 0: no limit.
     max_profile_age: float = 600.0
