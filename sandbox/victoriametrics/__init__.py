@@ -3,8 +3,8 @@ Prometheus, built lazily from the Go module of one pinned release into the binar
 
 Only the single-node binary can be built here: the cluster components (vminsert, vmselect,
 vmstorage) live on the `-cluster` tags, which the Go module proxy does not serve (403 for
-v1.151.0-cluster, v1.148.9-cluster and v1.136.23-cluster), so a partial answer comes from a
-Prometheus front over shards instead (tests/integration/store_support.py).
+v1.151.0-cluster, v1.148.9-cluster and v1.136.23-cluster), so partial answers come from a
+Thanos querier over sidecars instead (sandbox/thanos/).
 
 `ensure_built` is what `make victoriametrics-build` runs (`python -m sandbox.victoriametrics`);
 run it under the heavy-job lock, it is a Go build. `Server` runs the binary scraping targets
@@ -14,7 +14,6 @@ itself (its `-promscrape.config` takes Prometheus's scrape_configs).
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import yaml
 
 from sandbox import build, versions
 from sandbox.errors import BinaryMissingError
+from sandbox.storeproc import StoreProcess
 
 MODULE = "github.com/VictoriaMetrics/VictoriaMetrics"
 # VictoriaMetrics answers an instant query at "now" from data at least this old (its default
@@ -75,56 +75,28 @@ def scrape_config(targets: list[str], interval: str) -> dict:
     }
 
 
-class Server:
+class Server(StoreProcess):
     """One victoria-metrics process with its own data folder, scraping `targets`."""
 
     def __init__(self, workdir: Path, targets: list[str], port: int, interval: str = "1s") -> None:
-        self.workdir = workdir
+        super().__init__(workdir, "victoria-metrics")
         self.targets = targets
         self.port = port
         self.interval = interval
-        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "victoria-metrics.log"
-
-    def start(self) -> Server:
-        self.workdir.mkdir(parents=True, exist_ok=True)
+    def command(self) -> list[str]:
         config = self.workdir / "scrape.yml"
         config.write_text(yaml.safe_dump(scrape_config(self.targets, self.interval)))
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [
-                    str(binary()),
-                    f"-httpListenAddr=127.0.0.1:{self.port}",
-                    f"-storageDataPath={self.workdir / 'data'}",
-                    f"-promscrape.config={config}",
-                    f"-search.latencyOffset={LATENCY_OFFSET}",
-                    "-retentionPeriod=1d",
-                    "-loggerLevel=WARN",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        return self
-
-    def exited(self) -> str | None:
-        """The log's tail when the process has exited, else None."""
-        if self.proc is not None and self.proc.poll() is not None:
-            return self.log_path.read_text(errors="replace")[-2000:]
-        return None
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.proc = None
+        return [
+            str(binary()),
+            f"-httpListenAddr=127.0.0.1:{self.port}",
+            f"-storageDataPath={self.workdir / 'data'}",
+            f"-promscrape.config={config}",
+            f"-search.latencyOffset={LATENCY_OFFSET}",
+            "-retentionPeriod=1d",
+            "-loggerLevel=WARN",
+        ]

@@ -14,23 +14,9 @@ from pathlib import Path
 import yaml
 
 from tests.fixtures.prometheus import PrometheusServer
+from tests.fixtures.thanos import Shard
 
 REMOTE_TIMEOUT = "2s"  # a hung shard turns into a warning after this, not a stuck query
-
-
-class Shard(PrometheusServer):
-    """A Prometheus scraping `targets`, its series labelled shard=<name>."""
-
-    def __init__(self, workdir: Path, name: str, targets: list[str]) -> None:
-        super().__init__(workdir, targets)
-        self.name = name
-
-    def _write_config(self) -> Path:
-        path = super()._write_config()
-        config = yaml.safe_load(path.read_text())
-        config["global"]["external_labels"] = {"shard": self.name}
-        path.write_text(yaml.safe_dump(config))
-        return path
 
 
 class Front(PrometheusServer):

@@ -22,8 +22,9 @@ NET_RX = {
 
 
 # The same answers from each PromQL store the session runs (tests/fixtures/): Prometheus, and
-# VictoriaMetrics, whose MetricsQL differs at the edges (rate windows, lookback, latency).
-@pytest.fixture(scope="module", params=["prometheus", "victoriametrics"])
+# VictoriaMetrics, whose MetricsQL differs at the edges (rate windows, lookback, latency), and a
+# Thanos querier over a sidecar.
+@pytest.fixture(scope="module", params=["prometheus", "victoriametrics", "thanos"])
 def watcher(request, exporter, tmp_path_factory):
     store = request.getfixturevalue(request.param)
     for i, (node, (cpu, memory)) in enumerate(NODES.items()):

@@ -33,11 +33,11 @@ def deployment(name: str, node: str, replicas: int) -> dict:
     }
 
 
-@pytest.mark.parametrize("store", ["prometheus", "victoriametrics"])
+@pytest.mark.parametrize("store", ["prometheus", "victoriametrics", "thanos"])
 def test_workload_profiles_from_cadvisor_series(
     request, store, sandbox, kube_api, namespace, kube_nodes, exporter, make_watcher
 ):
-    prometheus = request.getfixturevalue(store)  # or VictoriaMetrics: the same PromQL API
+    prometheus = request.getfixturevalue(store)  # or VictoriaMetrics, Thanos: the same API
     (node,) = kube_nodes(1)
     apps = client.AppsV1Api(kube_api)
     core = client.CoreV1Api(kube_api)
