@@ -256,8 +256,9 @@ def plot(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[P
 
     run = runs[0]
     contenders = [c for c in doc["setup"]["contenders"] if c in run["contenders"]]
-    fig, axes = plt.subplots(len(contenders), 1, figsize=(11, 1.3 + 1.1 * len(contenders)),
+    fig, axes = plt.subplots(len(contenders), 1, figsize=(11, 1.5 + 1.5 * len(contenders)),
                              sharex=True, squeeze=False)  # fmt: skip
+    fig.subplots_adjust(hspace=0.5, right=0.85)
     image = None
     for ax, c in zip(axes[:, 0], contenders, strict=True):
         r = run["contenders"][c]
@@ -274,7 +275,7 @@ def plot(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[P
         ax.set_title(title, fontsize=9, loc="left")
     step = doc["setup"].get("trace", {}).get("step_seconds", PLAYER.step_seconds)
     axes[-1, 0].set_xlabel(f"seconds into the replay ({step:g} s = one 5-minute trace step)")
-    fig.colorbar(image, ax=axes[:, 0].tolist(), label="true CPU %", shrink=0.8)
+    fig.colorbar(image, cax=fig.add_axes((0.88, 0.15, 0.02, 0.7)), label="true CPU %")
     fig.suptitle(f"rebalance, trace (steps from {run['trace']['first_step']}, seed "
                  f"{run['seed']}): node CPU over time", fontsize=10)  # fmt: skip
     path = folder / f"{prefix}-trace-heatmap.png"
