@@ -4,6 +4,7 @@ is back. The store is real: a Prometheus front over two Prometheus shards (store
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from shared import wire
 from tests.fixtures.ports import wait_for
 from tests.fixtures.thanos import Shard, start_sidecar, thanos_querier, thanos_sidecar
 from tests.integration.store_support import Front
+from tests.integration.test_dashboard import chromium
 from tests.unit.plugin_helpers import make_node
 
 LOAD = {  # node -> (cpu %, memory %), shard a's nodes and shard b's
@@ -37,7 +39,8 @@ BACK = 'irate(node_cpu_seconds_total{instance="part-b-busy"}[5s])'
 class Sharded:
     """Two shards of nodes behind one query endpoint, and how to take shard b away."""
 
-    def __init__(self, url: str, stop_b, start_b) -> None:  # noqa: ANN001 (callables)
+    def __init__(self, kind: str, url: str, stop_b, start_b) -> None:  # noqa: ANN001
+        self.kind = kind
         self.url = url
         self.stop_b = stop_b
         self.start_b = start_b
@@ -60,11 +63,12 @@ def sharded(request, make_exporter, tmp_path):
             started += sidecars
             front = thanos_querier(tmp_path / "querier", sidecars)
             started.append(front)
-            yield Sharded(front.url, sidecars[1].stop, lambda: start_sidecar(sidecars[1]))
+            back = lambda: start_sidecar(sidecars[1])  # noqa: E731
+            yield Sharded(request.param, front.url, sidecars[1].stop, back)
         else:
             front = Front(tmp_path / "front", shards)
             started.append(front.start())
-            yield Sharded(front.url, shards[1].stop, shards[1].start)
+            yield Sharded(request.param, front.url, shards[1].stop, shards[1].start)
     finally:
         for server in reversed(started):
             server.stop()
@@ -104,7 +108,8 @@ def scheduler_view(watcher) -> dict[str, tuple[str, str, float]]:
     return out
 
 
-def test_a_lost_shard_leaves_its_nodes_stale_never_idle(sharded, make_watcher):
+def test_a_lost_shard_leaves_its_nodes_stale_never_idle(sharded, make_watcher, tmp_path):
+    dashboard = sharded.kind == "prometheus-front"
     watcher = make_watcher(sharded.url, **TIMING)
     watcher.wait_nodes(sorted(LOAD), timeout=60)
     wait_for(
@@ -143,6 +148,11 @@ def test_a_lost_shard_leaves_its_nodes_stale_never_idle(sharded, make_watcher):
     envelope = watcher.json("/watcher?host=part-b-busy")["data"]["NodeMetricsMap"]["part-b-busy"]
     cpu = {m["operator"]: m["value"] for m in envelope["metrics"] if m["type"] == wire.CPU}
     assert cpu[wire.AVG] > 85 and cpu[wire.LATEST] > 85
+
+    if dashboard:  # the poll line says so (one store is enough: the page reads lastPoll)
+        dom = chromium("--virtual-time-budget=5000", "--dump-dom", watcher.url, tmp_path=tmp_path)
+        poll = re.search(r'<b id="poll"[^>]*>[^<]*</b>', dom.stdout)
+        assert poll and 'data-partial="true"' in poll.group() and "partial: " in poll.group(), poll
 
     # The scheduler falls back for shard b's nodes only; the rebalancer leaves them unknown.
     view = scheduler_view(watcher)
