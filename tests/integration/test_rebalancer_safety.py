@@ -526,6 +526,10 @@ def test_a_standby_takes_over_a_leader_killed_mid_round(
             timeout=40,
             what="an eviction from every hot node",
         )
+        # Its Lease taken by another identity, the new leader exits as the scheduler does.
+        take_lease(kube_api, namespace, lease, "intruder")
+        exited = wait_for(lambda: second.proc.poll() is not None, timeout=30, what="an exit")
+        assert exited and second.proc.returncode == 1
     finally:
         stage.proxy.delay = 0.0
         stage.proxy.on_eviction = None

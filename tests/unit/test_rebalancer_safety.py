@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from scheduler.config.profiles import build_profiles
 from scheduler.framework.clusterindex import NAMESPACES, PDBS, REPLICA_SETS
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits, settings, victims
+from scheduler.rebalancer.runtime import NOT_LEADING, Rebalancer
 from tests.unit.test_rebalancer import pod
 
 PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
@@ -236,3 +238,57 @@ def test_confirm_keeps_the_margin_back():
     left = e.confirm(margin=0.5)
     assert 1.4 < left <= 1.5  # renew deadline 2 s less the margin
     assert e.confirm(margin=2.0) == 0.0  # no room for a call at all
+
+
+# --- throttling: tried again, each time behind a confirmation -------------------------------
+class Writer:
+    """The rebalancer's writer replaced by a script of outcomes (the API server's answers are
+    the sandbox tests' part); records the time budget each call was given."""
+
+    def __init__(self, *outcomes: evictions.Outcome) -> None:
+        self.outcomes = list(outcomes)
+        self.within: list[float] = []
+
+    def evict(self, pod: Any, within: float) -> evictions.Outcome:
+        self.within.append(within)
+        return self.outcomes.pop(0)
+
+
+def offline_rebalancer() -> Rebalancer:
+    cfg = settings.parse(
+        {"profiles": [{"schedulerName": "ballast"}], "leaderElection": {"leaderElect": False}}
+    )
+    api = client.ApiClient(client.Configuration())
+    return Rebalancer(cfg, api, build_profiles(cfg.scheduler))
+
+
+def test_throttling_is_tried_again_and_a_budget_is_not():
+    r = offline_rebalancer()
+    slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=0.01)
+    r.writer = Writer(slow, slow, evictions.Outcome(evictions.EVICTED))
+    assert r._evict(pod("web")).result == evictions.EVICTED
+    assert len(r.writer.within) == 3
+    r.writer = Writer(slow, slow, slow, evictions.Outcome(evictions.EVICTED))
+    assert r._evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
+    r.writer = Writer(
+        evictions.Outcome(evictions.PDB, "budget"), evictions.Outcome(evictions.EVICTED)
+    )
+    assert r._evict(pod("db")).result == evictions.PDB
+    assert len(r.writer.within) == 1  # a budget's refusal is not asked again
+
+
+def test_no_eviction_call_without_a_confirmed_lease():
+    r = offline_rebalancer()
+    r.writer = Writer(evictions.Outcome(evictions.EVICTED))
+
+    class Elector:
+        retry_period = 2.0
+        margins: list[float] = []
+
+        def confirm(self, margin: float) -> float:
+            self.margins.append(margin)
+            return 0.0
+
+    r.elector = Elector()
+    assert r._evict(pod("web")).result == NOT_LEADING
+    assert r.writer.within == [] and Elector.margins == [2.0]
