@@ -11,9 +11,11 @@ take five times as long (about 3.5 hours for the full matrix on 2 cores).
 
 Contenders: Ballast with each score family in its default configuration (TargetLoadPacking,
 LoadVariationRiskBalancing), upstream Trimaran (scheduler-plugins, the same two plugins,
-`watcherAddress` = Ballast's /watcher, profiles as in their READMEs) and upstream kube-scheduler
-with its default profile. Measures come from the simulator's true demand (its seeded functions,
-unclamped), never from what a scheduler saw: see `measure`. Results: bench/results/placement.json
+`watcherAddress` = Ballast's /watcher, profiles as in their READMEs), upstream kube-scheduler
+with its default profile, and Koordinator's koord-scheduler (LoadAwareScheduling with its own
+defaults) reading the NodeMetric objects the simulator writes for its pool (sandbox.nodemetric).
+Measures come from the simulator's true demand (its seeded functions, unclamped), never from
+what a scheduler saw: see `measure`. Results: bench/results/placement.json
 (`--quick`: placement-quick.json) and one PNG per scenario (bench.placement_plots).
 
 `--source metrics-server`: the watcher reads metrics-server (15 s resolution, scraping kwok's
@@ -40,12 +42,14 @@ from typing import Any
 
 import requests
 import yaml
+from kubernetes import client
 
 from bench.scheduler import BindTracker, PodMaker
-from sandbox import processes
+from sandbox import koordinator, nodemetric, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.demo_stack import Stack
 from sandbox.exporter import SyntheticExporter
+from sandbox.koordinator.scheduler import start_koord_scheduler
 from sandbox.kube_scheduler import start_kube_scheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
@@ -79,6 +83,11 @@ WATCHER_ENV = {
     "BALLAST_RATE_RANGE": "15s",
 }
 CREATE_THREADS = 16
+# Koordinator reads NodeMetric objects, which the simulator writes for its pools: a report every
+# 2 s (the watcher's poll) of 15-second means (the watcher's rate range), so it sees the load
+# at the delay Ballast and Trimaran do (koordlet's own defaults, 60 s of 300 s means, would
+# leave it blind for most of a scenario; docs/placement.md).
+NODE_METRICS = nodemetric.NodeMetricConfig(report_seconds=2, aggregate_seconds=15)
 SOURCES = ("prometheus", "metrics-server")
 T = 10.0
 
@@ -89,6 +98,7 @@ CONTENDERS = {
     "trimaran-tlp": "Trimaran TargetLoadPacking",
     "trimaran-lvrb": "Trimaran LoadVariationRiskBalancing",
     "kube-scheduler": "kube-scheduler default",
+    "koordinator": "Koordinator LoadAwareScheduling, its defaults (koord-scheduler 1.8.0)",
 }
 COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
 # Ballast contenders with one plugin argument changed, run only when named in --contenders, to
@@ -466,6 +476,8 @@ def start_contender(plane: ControlPlane, contender: str, watcher_url: str, work:
     elif contender.startswith("trimaran-"):
         plugin = TARGET_LOAD_PACKING if contender.endswith("tlp") else LOAD_VARIATION_RISK_BALANCING
         start_trimaran(plane, watcher_url, plugin, scheduler_name=contender, name=contender)
+    elif contender.startswith("koordinator"):
+        start_koord_scheduler(plane, scheduler_name=contender, name=contender)
     else:
         start_kube_scheduler(plane, name=contender)
 
@@ -523,6 +535,7 @@ class Services:
         self.stack = Stack(work / "services")
         self.exporter: SyntheticExporter | None = None
         self.simulator: Simulator | None = None
+        self.node_metrics: nodemetric.NodeMetricWriter | None = None
         self.api: Any = None
         self.watcher_url = ""
 
@@ -534,8 +547,9 @@ class Services:
         ensure_namespace(api, NAMESPACE)
         if not self.from_metrics_server:
             self.exporter = SyntheticExporter().start()
+        on_tick = self._start_node_metrics(api)
         self.simulator = Simulator(
-            api, self.exporter, self.config, kwok_usage=self.from_metrics_server
+            api, self.exporter, self.config, kwok_usage=self.from_metrics_server, on_tick=on_tick
         ).start()
         if not self.simulator.wait_synced(60):
             raise TimeoutError("the simulator could not list nodes and pods")
@@ -548,9 +562,43 @@ class Services:
             prom = stack.start_prometheus(self.exporter.target)
             self.watcher_url = stack.start_watcher(prom, redis_url, env)
         _wait_watcher(self.watcher_url, [s.name for s in self.specs])
+        self._wait_node_metrics()
         for c in self.contenders:
             start_contender(plane, c, self.watcher_url, self.work)
         return api
+
+    def _koordinator_nodes(self) -> set[str]:
+        pools = {c for c in self.contenders if c.startswith("koordinator")}
+        return {s.name for s in self.specs if s.labels.get(POOL_LABEL) in pools}
+
+    def _start_node_metrics(self, api: Any) -> Any:
+        """Koordinator's CRDs and the NodeMetric writer for its pools (None without them)."""
+        nodes = self._koordinator_nodes()
+        if not nodes:
+            return None
+        koordinator.apply_crds(api)
+        self.node_metrics = nodemetric.NodeMetricWriter(
+            api, NODE_METRICS, include=nodes.__contains__
+        )
+        self.node_metrics.start()
+        return self.node_metrics.observe
+
+    def _wait_node_metrics(self, timeout: float = 60.0) -> None:
+        """Until every Koordinator node has a reported NodeMetric: as Ballast waits for its
+        first snapshot, pods must not meet a node without figures."""
+        if self.node_metrics is None:
+            return
+        custom = client.CustomObjectsApi(self.api)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = custom.list_cluster_custom_object(
+                nodemetric.GROUP, nodemetric.VERSION, nodemetric.PLURAL, _request_timeout=T
+            )
+            reported = {m["metadata"]["name"] for m in listed["items"] if m.get("status")}
+            if self._koordinator_nodes() <= reported:
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"no NodeMetric status for every Koordinator node in {timeout:.0f} s")
 
     def stop(self) -> None:
         # The schedulers first, while the apiserver still answers their last calls.
@@ -559,6 +607,8 @@ class Services:
         self.stack.stop()
         if self.simulator is not None:
             self.simulator.stop(timeout=2.0)
+        if self.node_metrics is not None:
+            self.node_metrics.stop(timeout=2.0)
         if self.exporter is not None:
             self.exporter.stop()
         if self.api is not None:
@@ -688,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
     parser.add_argument(
         "--contenders",
-        help=f"comma-separated (default the first five), of {', '.join(DESCRIPTIONS)}",
+        help=f"comma-separated (default {', '.join(CONTENDERS)}), of {', '.join(DESCRIPTIONS)}",
     )
     parser.add_argument(
         "--source", choices=SOURCES, default="prometheus", help="what the watcher reads"
@@ -718,6 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
     if unknown := [c for c in contenders if c not in DESCRIPTIONS]:
         parser.error(f"unknown contenders {unknown}: of {', '.join(DESCRIPTIONS)}")
+    if any(c.startswith("koordinator") for c in contenders):
+        koordinator.ensure_built()  # minutes, once: koord-scheduler and the CRDs into .cache/
     started = time.monotonic()
     runs = []
     for name in names:

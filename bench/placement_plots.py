@@ -21,6 +21,7 @@ COLORS = {
     "trimaran-tlp": "#c51b7d",
     "trimaran-lvrb": "#e9a3c9",
     "kube-scheduler": "#4575b4",
+    "koordinator": "#e08214",
 }
 
 
