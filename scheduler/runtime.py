@@ -162,7 +162,7 @@ class Runtime:
             interval=opts.watcher_interval,
             timeout=opts.watcher_timeout,
             # A 404 is most often a watcher that has not polled GPUs yet: ask again soon.
-            idle=max(1.0, 5 * opts.watcher_interval),
+            idle=max(1.0, 2 * opts.watcher_interval),
             headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
         )
         self.cycle.gpus = self.gpus_client.gpus

@@ -53,6 +53,7 @@ class GpuFetch:
     values: dict[str, dict[GpuKey, float]] = field(default_factory=dict)  # metric -> GPU -> v
     info: dict[GpuKey, tuple[str, str]] = field(default_factory=dict)  # (UUID, modelName)
     pods: dict[GpuKey, set[tuple[str, str]]] = field(default_factory=dict)  # (namespace, pod)
+    mapped: bool = False  # the pod mapping was asked and answered
     rejected: Counter[str] = field(default_factory=Counter)
     error: ProviderError | None = None
 
@@ -125,6 +126,7 @@ class PrometheusGpus:
                 items = self.provider.vector(self.queries[PODS], result.time, "gpu pods")
                 result.pods, rejected = parse_pods(items, self.label, self.namer)
                 result.rejected.update(rejected)
+                result.mapped = True
         except ProviderError as exc:
             result.error = exc
         return result
@@ -298,6 +300,11 @@ class GpuPoller:
             "nodes": gpu_stats(self.window, self.info, self.tolerance, self.bounds),
             "workloads": self.profiles.doc(),
         }
+        if fetch.mapped:  # which pods use each GPU now: the scheduler predicts the next one's
+            for node, gpus in doc["nodes"].items():
+                for index, gpu in gpus.items():
+                    users = fetch.pods.get((node, index), ())
+                    gpu["pods"] = sorted(f"{namespace}/{pod}" for namespace, pod in users)
         body = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
         self.store.save_gpus(body, self.window.length + 60)
 

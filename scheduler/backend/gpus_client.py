@@ -48,7 +48,11 @@ def parse_gpus(doc: Any) -> GpuLoads:
             if any(f is None for f in figures):
                 continue
             util, used, free, last, horizon = figures  # type: ignore[misc]
-            kept.append(GpuStats(str(index), min(util, 100.0), used, free, last, horizon))
+            users = gpu.get("pods")
+            pods = None
+            if isinstance(users, list) and all(isinstance(u, str) for u in users):
+                pods = tuple(users)
+            kept.append(GpuStats(str(index), min(util, 100.0), used, free, last, horizon, pods))
         if kept:
             out[node] = tuple(sorted(kept, key=lambda g: g.index))
     expiry = _number(doc, "expiry") or NO_GPUS.expiry

@@ -14,6 +14,8 @@ class GpuStats:
     fb_free: float  # MiB, latest
     last: float  # Unix seconds of the newest sample
     horizon: float  # seconds a sample stays fresh
+    # `namespace/name` of the pods using it, from dcgm-exporter's pod mapping; None unknown
+    pods: tuple[str, ...] | None = None
 
     @property
     def fb_total(self) -> float:

@@ -11,18 +11,20 @@ from its `utilAnnotation` (percent of one GPU), the workload's use, or `defaultU
 GPU count (a shared replica counts as one GPU's worth).
 
 A node's GPUs as seen: its GPUs' windows from the watcher (dcgm-exporter's series), not
-expired. What was placed on it but is not in the window yet counts through the node's pods:
-the node's used memory and busy compute are the larger of the measured sums and the sums of
-its GPU pods' needs (assumed pods count at once, so a burst does not pile onto one node).
+expired. With dcgm-exporter's pod mapping, each GPU's pods are known: the node's GPU pods not
+measured yet (assumed pods count at once) are given GPUs as the device plugin would (a replica
+of a shared GPU the GPU with the fewest pods, a whole GPU the first without any), and the pod
+is judged on the GPU(s) it would get. Without the mapping, a node-level view: the node's used
+memory and busy compute are the larger of the measured sums and its GPU pods' needs.
 
-- Filter: a node is refused when no GPU has the pod's memory free, or when the node's memory
-  left, counted as above, is less than the pod needs: "node(s) had no GPU with N MiB free".
+- Filter: a node is refused when the GPU the pod would get lacks its memory (node-level: no
+  GPU has it free, or the node's memory left is less): "node(s) had no GPU with N MiB free".
   A node without GPU data (none reported, or expired) passes: counts only, as
   kube-scheduler; metrics never make a pod unschedulable.
 - Score: the mean of idle compute (100 - busy %) and memory left after the pod (percent of the
-  node's framebuffer), weighted by `utilWeight` and `memoryWeight`. A node without GPU data
-  gets the mean score of the nodes with data (neither favoured nor punished), counted as a
-  fallback.
+  framebuffer), on the GPU(s) the pod would get (node-level: over the node), weighted by
+  `utilWeight` and `memoryWeight`. A node without GPU data gets the mean score of the nodes
+  with data (neither favoured nor punished), counted as a fallback.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ MIB = 1024 * 1024
 @dataclass(frozen=True)
 class Args:
     resource_names: tuple[str, ...] = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+    # Of those, the ones that are replicas of a shared GPU (time-slicing): the device plugin
+    # gives a replica the GPU with the fewest replicas in use, a whole GPU one nobody uses.
+    shared_resource_names: tuple[str, ...] = ("nvidia.com/gpu.shared",)
     memory_annotation: str = "ballast.io/gpu-memory"
     util_annotation: str = "ballast.io/gpu-util"
     default_memory_mib: float = 0.0
@@ -67,8 +72,12 @@ def parse_args(f: Fields) -> Args:
         raise f.error("defaultMemory", str(exc)) from None
     if default_memory < 0:
         raise f.error("defaultMemory", "must not be negative")
+    shared = f.raw("sharedResourceNames", list(d.shared_resource_names))
+    if not isinstance(shared, list) or not all(isinstance(n, str) and n for n in shared):
+        raise f.error("sharedResourceNames", "expected a list of resource names")
     args = Args(
         resource_names=tuple(names),
+        shared_resource_names=tuple(shared),
         memory_annotation=f.string("memoryAnnotation", d.memory_annotation),
         util_annotation=f.string("utilAnnotation", d.util_annotation),
         default_memory_mib=default_memory,
@@ -87,6 +96,7 @@ class Need:
     gpus: int  # GPUs (or shared replicas) requested
     memory_mib: float  # per GPU
     util: float  # percent of one GPU, per GPU
+    shared: bool = False  # replicas of shared GPUs
 
 
 def gpu_count(pod: PodInfo, names: tuple[str, ...]) -> int:
@@ -118,6 +128,10 @@ def declared(pod: PodInfo, args: Args) -> tuple[int, float | None, float | None]
     return found
 
 
+def is_shared(pod: PodInfo, args: Args) -> bool:
+    return any(pod.requests.get(n, 0) > 0 for n in args.shared_resource_names)
+
+
 def need_of(pod: PodInfo, args: Args, gpus: GpuLoads | None = None) -> Need | None:
     """What the pod asks of GPUs; None for a pod that requests none."""
     if not args.resource_names or not any(n in pod.requests for n in args.resource_names):
@@ -135,6 +149,7 @@ def need_of(pod: PodInfo, args: Args, gpus: GpuLoads | None = None) -> Need | No
         count,
         args.default_memory_mib if memory is None else memory,
         args.default_util if util is None else util,
+        is_shared(pod, args),
     )
 
 
@@ -167,6 +182,64 @@ def node_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> NodeGpus | None:
     )
 
 
+@dataclass
+class GpuView:
+    """One GPU as the next pod would find it: measured, plus placed pods not measured yet."""
+
+    index: str
+    pods: int
+    used_mib: float
+    total_mib: float
+    util: float
+
+    @property
+    def order(self) -> tuple[int, int | str]:
+        return (self.pods, int(self.index) if self.index.isdigit() else self.index)
+
+
+def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] | None:
+    """Per GPU, its measured figures and pods (dcgm-exporter's pod mapping), with the node's
+    GPU pods the mapping does not show yet given GPUs as the device plugin would (a replica
+    the GPU with the fewest pods, a whole GPU the first one without any; oldest pod first).
+    None when the mapping says nothing here: off, or not one pod measured while pods are
+    placed (the node-level view then judges)."""
+    gpus = snap.gpus.live(node.name, snap.now)
+    if not gpus or any(g.pods is None for g in gpus):
+        return None
+    seen = {p for g in gpus for p in g.pods or ()}
+    placed = {}
+    for pod in node.pods.values():
+        need = need_of(pod, args, snap.gpus)
+        if need is not None:
+            placed[pod.key] = (pod, need)
+    if placed and not seen:
+        return None
+    views = []
+    for g in gpus:
+        # A pod the mapping shows may not use all it will yet (starting, growing): its need
+        # counts when larger than what was measured.
+        needs = [placed[p][1] for p in g.pods or () if p in placed]
+        used = max(g.fb_used, sum(n.memory_mib for n in needs))
+        util = max(g.util, sum(n.util for n in needs))
+        views.append(GpuView(g.index, len(g.pods or ()), used, g.fb_total, util))
+    for pod, need in sorted(placed.values(), key=lambda item: item[0].created):
+        if pod.key not in seen:
+            for view in assign(views, need):
+                view.pods += 1
+                view.used_mib += need.memory_mib
+                view.util += need.util
+    return views
+
+
+def assign(views: list[GpuView], need: Need) -> list[GpuView]:
+    """The GPUs the device plugin gives a pod: the least used for a replica, else the first
+    ones nobody uses (the least used when too few are free)."""
+    ordered = sorted(views, key=lambda v: v.order)
+    if need.shared:
+        return ordered[:1]
+    return ordered[: min(need.gpus, len(ordered))]
+
+
 class Plugin:
     name = NAME
     reads_gpus = True  # the runtime fetches the watcher's GPU windows for it
@@ -185,6 +258,12 @@ class Plugin:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
         need = state[_KEY] if _KEY in state else need_of(pod, self.args, snap.gpus)
         if need is None or need.memory_mib <= 0:
+            return Status.success()
+        views = predicted_gpus(node, snap, self.args)
+        if views is not None:
+            given = assign(views, need)
+            if any(v.total_mib - v.used_mib < need.memory_mib for v in given):
+                return Status.reject(f"node(s) had no GPU with {need.memory_mib:.0f} MiB free")
             return Status.success()
         seen = node_gpus(node, snap, self.args)
         if seen is None:
@@ -205,12 +284,22 @@ class Plugin:
         return need is not None and len(snap.gpus) > 0
 
     def _score(self, need: Need, node: NodeInfo, snap: Snapshot) -> float | None:
-        seen = node_gpus(node, snap, self.args)
-        if seen is None or seen.total_mib <= 0:
-            return None
-        idle = 100.0 - seen.busy
-        left = seen.total_mib - seen.used_mib - need.gpus * need.memory_mib
-        memory = min(max(100.0 * left / seen.total_mib, 0.0), 100.0)
+        views = predicted_gpus(node, snap, self.args)
+        if views is not None:  # the GPUs the pod would get
+            given = assign(views, need)
+            total = sum(v.total_mib for v in given)
+            if total <= 0:
+                return None
+            idle = 100.0 - min(100.0, sum(v.util for v in given) / len(given))
+            left = total - sum(v.used_mib for v in given) - len(given) * need.memory_mib
+        else:
+            seen = node_gpus(node, snap, self.args)
+            if seen is None or seen.total_mib <= 0:
+                return None
+            idle = 100.0 - seen.busy
+            total = seen.total_mib
+            left = seen.total_mib - seen.used_mib - need.gpus * need.memory_mib
+        memory = min(max(100.0 * left / total, 0.0), 100.0)
         a = self.args
         return (a.util_weight * idle + a.memory_weight * memory) / (a.util_weight + a.memory_weight)
 

@@ -34,9 +34,10 @@ def gpu_pod(name: str, count: int = 1, memory: str | None = "8Gi", util: str | N
     return pod
 
 
-def gpu(index: str, util: float, used_gib: float, total_gib: float = 40, age: float = 1.0):
+def gpu(index: str, util: float, used_gib: float, total_gib: float = 40, age: float = 1.0,
+        pods: tuple[str, ...] | None = None):  # fmt: skip
     used = used_gib * 1024
-    return GpuStats(index, util, used, total_gib * 1024 - used, NOW - age, 30.0)
+    return GpuStats(index, util, used, total_gib * 1024 - used, NOW - age, 30.0, pods)
 
 
 def snap(nodes, gpus: dict[str, tuple[GpuStats, ...]], placed=()):
@@ -222,8 +223,51 @@ def test_a_workloads_measured_gpu_use_stands_in_for_the_annotation():
     _, result = verdicts(plugin, replica("infer-abc-1"), s)
     assert result["g"].reasons == ("node(s) had no GPU with 12288 MiB free",)
     need = gpu_load.need_of(replica("infer-abc-2"), plugin.args, s.gpus)
-    assert need == gpu_load.Need(1, 12288.0, 55.0)
+    assert need == gpu_load.Need(1, 12288.0, 55.0, shared=True)
     # the pod's own word comes first
     need = gpu_load.need_of(replica("infer-abc-3", **{"ballast.io/gpu-memory": "1Gi"}),
                             plugin.args, s.gpus)  # fmt: skip
-    assert need == gpu_load.Need(1, 1024.0, 55.0)
+    assert need == gpu_load.Need(1, 1024.0, 55.0, shared=True)
+
+
+def test_with_the_pod_mapping_the_gpu_the_device_plugin_would_give_is_judged():
+    plugin = gpu_load.Plugin()
+    measured = {"g": (gpu("0", 80, 30, pods=("ns/a",)), gpu("1", 0, 0, pods=()))}
+
+    def verdict(placed=(), memory="16Gi"):
+        s = snap([gpu_node("g")], measured, [(p, "g") for p in placed])
+        pod = gpu_pod("next", memory=memory, resource=SHARED)
+        return verdicts(plugin, pod, s)[1]["g"], s
+
+    # GPU 1 has no pod: a replica goes there, and 40 GiB are free on it
+    status, s = verdict()
+    assert status.ok
+    scores, _ = score(plugin, gpu_pod("next", memory="16Gi", resource=SHARED), s)
+    assert scores["g"] == 80  # idle 100, memory (40 - 16) / 40 = 60
+    # "a" is measured on GPU 0; "b" was just placed and goes to GPU 1, the one with no pod;
+    # the next replica then gets GPU 0 (one pod each, the lower index): 10 GiB free there,
+    # though GPU 1 still has 20 and the node 30
+    a = gpu_pod("a", memory="30Gi", resource=SHARED)
+    b = gpu_pod("b", memory="20Gi", resource=SHARED)
+    status, _ = verdict([a, b])
+    assert status.reasons == ("node(s) had no GPU with 16384 MiB free",)
+    assert verdict([a, b], memory="10Gi")[0].ok
+
+
+def test_without_the_pod_mapping_the_node_level_view_judges():
+    plugin = gpu_load.Plugin()
+    placed = [(gpu_pod("a", memory="30Gi", resource=SHARED), "g")]
+    # pods seen on no GPU while one is placed: the mapping is off here
+    s = snap([gpu_node("g")], {"g": (gpu("0", 80, 30, pods=()), gpu("1", 0, 0, pods=()))}, placed)
+    assert gpu_load.predicted_gpus(s.nodes["g"], s, plugin.args) is None
+    _, result = verdicts(plugin, gpu_pod("next", memory="16Gi", resource=SHARED), s)
+    assert result["g"].ok  # GPU 1 has 40 GiB free, the node 50
+
+
+def test_a_mapped_pod_still_starting_counts_at_its_need():
+    plugin = gpu_load.Plugin()
+    a = gpu_pod("a", memory="30Gi", resource=SHARED)
+    # the mapping shows "a" on the GPU, which measures 2 GiB used: "a" is still ramping up
+    s = snap([gpu_node("g")], {"g": (gpu("0", 5, 2, pods=("ns/a",)),)}, [(a, "g")])
+    _, result = verdicts(plugin, gpu_pod("next", memory="16Gi", resource=SHARED), s)
+    assert not result["g"].ok

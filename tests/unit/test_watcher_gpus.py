@@ -174,7 +174,9 @@ def test_per_pod_gpu_use_by_workload():
     store = MemoryStore(60.0)
     key = ("gpu-0", "0")
     answers = [
-        GpuFetch(100.0 + i, {UTIL: util, FB_USED: used, FB_FREE: {key: 1.0}}, pods=pods)
+        GpuFetch(
+            100.0 + i, {UTIL: util, FB_USED: used, FB_FREE: {key: 1.0}}, pods=pods, mapped=True
+        )  # fmt: skip
         for i in range(3)
     ]
     poller = GpuPoller(Scripted(answers), store, 60.0, 60.0, 5.0, (2.0, 60.0), owners)
@@ -185,4 +187,7 @@ def test_per_pod_gpu_use_by_workload():
     assert infer_doc["samples"] == 6 and infer_doc["memory"]["p95"] == 4000.0
     assert infer_doc["util"]["max"] == 30.0
     assert list(doc["workloads"]) == ["ml/Deployment/infer"]
+    # who uses each GPU now, for the scheduler's guess of the GPU a new replica gets
+    assert doc["nodes"]["gpu-0"]["0"]["pods"] == ["ml/infer-a", "ml/infer-b"]
+    assert doc["nodes"]["gpu-1"]["0"]["pods"] == ["ml/train-0"]
     assert doc["counters"]["rejected"]["no_owner"] == 3  # train-0, once a poll
