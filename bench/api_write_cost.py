@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from bench.scheduler import start_sandbox
+from bench.common import start_sandbox
 from sandbox.namespaces import ensure_namespace
 from scheduler.kube import kubeapi
 from scheduler.kube.evictor import STRATEGIC_PATCH, disruption_patch

@@ -28,7 +28,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
-from bench.scheduler import (
+from bench.common import (
     RESULTS,
     THREADS,
     BindTracker,
@@ -36,22 +36,17 @@ from bench.scheduler import (
     PodMaker,
     make_nodes,
     pod_body,
+    process_rss_mb,
     start_ballast,
     start_kube_scheduler,
     start_sandbox,
 )
+from bench.provenance import write_result
 from sandbox.namespaces import ensure_namespace
 
 PENDING = 10
 PLACED_SCHEDULER = "someone-else"  # neither contender serves it: the pods are only counted
 GOAL_RSS_MB = 1024.0
-
-
-def rss_mb(pid: int) -> float | None:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return None
 
 
 def place_pods(maker: PodMaker, namespace: str, nodes: list[str], count: int) -> float:
@@ -97,7 +92,7 @@ def measure(
         "all_bound_s": round(max(bound) - began, 3) if bound else None,
         "bound": len(bound),
         "cpu_startup_s": round(contender.cpu() or 0.0, 3),
-        "rss_mb": rss_mb(contender.pid) if contender.pid else None,
+        "rss_mb": process_rss_mb(contender.pid) if contender.pid else None,
         "rss_peak_mb": contender.rss_peak_mb(),
     }
     print(f"[{name}] {json.dumps(result)}", flush=True)
@@ -152,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         },
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_result(out, report)
     print(json.dumps(report, indent=2))
     return 0
 

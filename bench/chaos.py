@@ -29,7 +29,6 @@ Figures per fault in bench/results/chaos.json; docs/chaos.md explains them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -61,7 +60,9 @@ from bench.chaos_check import (
     seconds_without,
     seconds_without_writes,
 )
+from bench.common import child_pids
 from bench.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
+from bench.provenance import write_result
 from sandbox import processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.exporter import SyntheticExporter
@@ -643,11 +644,7 @@ class Chaos:
 
 def worker_pids(master: int) -> set[int]:
     """The gunicorn master's children: its workers."""
-    try:
-        children = Path(f"/proc/{master}/task/{master}/children").read_text()
-    except OSError:
-        return set()
-    return {int(pid) for pid in children.split()}
+    return set(child_pids(master))
 
 
 def compact_etcd(port: int) -> int:
@@ -800,8 +797,7 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=args.state_dir,
     )
     result = run_chaos(cfg)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(render(result))
     print(f"results in {args.out}; logs in {result['state_dir']}")
     return 0 if result["totals"]["pass"] else 1

@@ -26,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from bench.provenance import write_result
 from scheduler.backend import decisions, explanation
 from scheduler.backend.decisions import DecisionStore
 from scheduler.config.loader import parse_config
@@ -194,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory_met": memory["store_mb"] <= MEMORY_GOAL_MB,
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.out, report)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -23,6 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.provenance import write_result
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "profiles.json")
     args = parser.parse_args(argv)
     result = run(args.pods, args.replicas, args.polls)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(json.dumps(result, indent=1))
     return 0
 

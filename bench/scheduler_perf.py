@@ -53,12 +53,15 @@ import urllib3
 import yaml
 from kubernetes import client
 
-from bench.scheduler import (
+from bench.common import (
+    RAW_BIND,
     RESULTS,
     THREADS,
     Contender,
     PodMaker,
     PodWatch,
+    RawBinder,
+    T,
     compile_ballast,
     ms_per_pod_by_thread,
     spy_on,
@@ -67,17 +70,17 @@ from bench.scheduler import (
     start_sandbox,
     thread_cpu_seconds,
 )
+from bench.provenance import write_result
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler.kube import kubeapi
 
-T = (5.0, 30.0)
 TIMEOUT = 900.0  # a phase that has not bound its pods by then is reported as it stands
 UPSTREAM_ENV = "BALLAST_SCHEDULER_PERF_DIR"
 UPSTREAM_SUBDIR = "test/integration/scheduler_perf"
 CONTENDERS = ("raw-bind", "ballast", "kube-scheduler")
 SCHEDULER_NAMES = {
-    "raw-bind": "raw-bind",
+    "raw-bind": RAW_BIND,
     "ballast": "ballast",
     "kube-scheduler": "default-scheduler",
 }
@@ -347,60 +350,15 @@ class Tracker:
             self.bound[key] = time.monotonic()
 
 
-class RawBinder:
-    """The ceiling: binds pending `raw-bind` pods of every namespace round robin, no checks."""
-
-    def __init__(self, api: client.ApiClient, nodes: list[str]) -> None:
-        self._api = api
-        self._nodes = nodes
-        self._next = 0
-        self._pool = ThreadPoolExecutor(THREADS)
-        self._seen: set[str] = set()
-        self._watch = PodWatch(api, None, self._handle)
-
-    def start(self) -> Contender:
-        self._watch.start()
-        return Contender(self.stop)
-
-    def stop(self) -> None:
-        self._watch.stop()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def _handle(self, obj: dict[str, Any]) -> None:
-        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        if spec.get("schedulerName") != "raw-bind" or spec.get("nodeName") or key in self._seen:
-            return
-        self._seen.add(key)
-        node = self._nodes[self._next % len(self._nodes)]
-        self._next += 1
-        self._pool.submit(self._bind, meta["namespace"], meta["name"], node)
-
-    def _bind(self, namespace: str, name: str, node: str) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
-        answer = kubeapi.request(self._api, "POST", path, body, T)
-        if not answer.ok and answer.status not in (404, 409):
-            print(f"raw bind {namespace}/{name}: {answer.message()}", file=sys.stderr)
-
-
 def create_pods(
     maker: PodMaker, tracker: Tracker, op: Op, prefix: str, scheduler: str
 ) -> list[str]:
     """The op's pods, created at once on 16 threads; their keys."""
     names = [f"{prefix}-{i:06d}" for i in range(op.count)]
-
-    def one(name: str) -> None:
-        tracker.created[f"{op.namespace}/{name}"] = time.monotonic()
-        maker.create(op.namespace, pod_from_template(op.template, name, scheduler))
-
-    with ThreadPoolExecutor(THREADS) as pool:
-        list(pool.map(one, names))
+    created = maker.burst(
+        op.namespace, names, lambda name, _: pod_from_template(op.template, name, scheduler)
+    )
+    tracker.created.update({f"{op.namespace}/{n}": t for n, t in created.items()})
     return [f"{op.namespace}/{n}" for n in names]
 
 
@@ -921,8 +879,7 @@ def main(argv: list[str] | None = None) -> int:
         result["ratios"] = ratios(result["medians"])
         report["workloads"].append(result)
         report["seconds"] = round(time.monotonic() - began, 1)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")  # after each: a cut run keeps some
+        write_result(out, report)  # after each workload: a cut run keeps what it measured
         print(f"{workload.case}: {json.dumps(result['medians'])} {json.dumps(result['ratios'])}")
     plot(report, out.with_suffix(".png"))
     print(f"results in {out}, plot in {out.with_suffix('.png')}")

@@ -23,7 +23,6 @@ and condition every sample, median, min and max.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -36,6 +35,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from bench.provenance import write_result
 
 BALLAST = Path(sys.executable).with_name("ballast")
 CONDITIONS = ("env", "cached", "none")
@@ -101,7 +102,7 @@ def environ(env: dict[str, str]) -> Iterator[None]:
 def measure_starts(
     args: argparse.Namespace, sources: dict[str, Path], prefixes: dict[str, Path]
 ) -> dict[str, Any]:
-    from bench.scheduler import make_nodes, start_ballast, start_kube_scheduler, start_sandbox
+    from bench.common import make_nodes, start_ballast, start_kube_scheduler, start_sandbox
 
     work, plane, api = start_sandbox("ballast-startup-")
     samples: dict[str, list[float]] = {}
@@ -165,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.nodes:
             result["nodes"] = args.nodes
             result["startup_cpu_s"] = measure_starts(args, paths, prefixes)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(f"wrote {args.out}")
     return 0
 
