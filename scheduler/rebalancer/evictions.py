@@ -10,7 +10,10 @@ StatefulSet's) is never hit by an eviction meant for its predecessor.
 Each eviction is told twice: a `Rebalanced` Event on the pod and a `RebalancerEvicted` Event on
 the node (in the default namespace, where node events live), both with the numbers. The node's
 event also carries the end of its cooldown as an annotation, so a new leader reads back which
-nodes are still resting (`resting_nodes`).
+nodes are still resting (`resting_nodes`). Before the Eviction call a `RebalancerEvicting` Event
+on the node carries the same annotation (`intend`): a leader that dies between the call and the
+Events after it leaves the node's rest on record all the same, and its successor does not take
+a second pod off it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ log = logging.getLogger(__name__)
 CONTROLLER = "ballast-rebalancer"
 POD_REASON = "Rebalanced"
 NODE_REASON = "RebalancerEvicted"
+INTENT_REASON = "RebalancerEvicting"
 NODE_EVENTS_NAMESPACE = "default"
 COOLDOWN_ANNOTATION = "ballast.dev/rebalancer-cooldown-until"
 REQUEST_TIMEOUT = (5.0, 10.0)
@@ -79,7 +83,7 @@ def eviction_body(pod: PodInfo) -> dict:
 
 
 def node_event_body(
-    node: str, note: str, instance: str, cooldown_until: float
+    node: str, note: str, instance: str, cooldown_until: float, reason: str = NODE_REASON
 ) -> dict[str, object]:
     return {
         "apiVersion": "events.k8s.io/v1",
@@ -93,7 +97,7 @@ def node_event_body(
         "reportingController": CONTROLLER,
         "reportingInstance": instance,
         "action": "Evict",
-        "reason": NODE_REASON,
+        "reason": reason,
         "note": note[:1024],
         "type": NORMAL,
         "regarding": {"apiVersion": "v1", "kind": "Node", "name": node},
@@ -122,6 +126,19 @@ class Writer:
             return Outcome(GONE, answer.message())
         return Outcome(FAILED, f"HTTP {answer.status}: {answer.message()}")
 
+    def intend(self, pod: PodInfo, node: str, note: str, cooldown_until: float) -> None:
+        """The node's rest on record before the Eviction call; a failure is logged only."""
+        body = node_event_body(
+            node, f"evicting {pod.key}: {note}", self.instance, cooldown_until, INTENT_REASON
+        )
+        path = f"/apis/events.k8s.io/v1/namespaces/{NODE_EVENTS_NAMESPACE}/events"
+        try:
+            answer = kubeapi.request(self.api, "POST", path, body, REQUEST_TIMEOUT)
+            if not answer.ok:
+                log.warning("rest of %s not recorded: %s", node, answer.message())
+        except Exception as exc:  # noqa: BLE001
+            log.warning("rest of %s not recorded: %s", node, exc)
+
     def tell(self, pod: PodInfo, node: str, note: str, cooldown_until: float) -> None:
         """The two Events; a failure is logged, never retried (the eviction happened)."""
         writes = [
@@ -144,12 +161,17 @@ class Writer:
 
     def resting_nodes(self) -> dict[str, float]:
         """node -> cooldown end, from the node Events any leader wrote."""
-        query = urllib.parse.urlencode({"fieldSelector": f"reason={NODE_REASON}"})
+        until: dict[str, float] = {}
+        for reason in (NODE_REASON, INTENT_REASON):
+            self._read_rests(reason, until)
+        return until
+
+    def _read_rests(self, reason: str, until: dict[str, float]) -> None:
+        query = urllib.parse.urlencode({"fieldSelector": f"reason={reason}"})
         path = f"/api/v1/namespaces/{NODE_EVENTS_NAMESPACE}/events?{query}"
         answer = kubeapi.request(self.api, "GET", path, None, REQUEST_TIMEOUT)
         if not answer.ok:
-            raise RuntimeError(f"listing {NODE_REASON} events: {answer.message()}")
-        until: dict[str, float] = {}
+            raise RuntimeError(f"listing {reason} events: {answer.message()}")
         for item in json.loads(answer.body).get("items") or []:
             node = (item.get("involvedObject") or {}).get("name")
             stamp = ((item.get("metadata") or {}).get("annotations") or {}).get(COOLDOWN_ANNOTATION)
@@ -159,4 +181,3 @@ class Writer:
                 continue
             if node:
                 until[node] = max(until.get(node, 0.0), end)
-        return until

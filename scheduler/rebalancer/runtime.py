@@ -429,6 +429,7 @@ class Rebalancer:
             return RATE_LIMIT
         rest = self._rest(view, move.source)
         if not held:
+            self.writer.intend(pod, move.source, move.note(), now + rest)
             outcome = self._evict(pod)
             if outcome.result == evictions.PDB:
                 # Not asked again this rest period; the node's next candidate is tried now.

@@ -541,3 +541,7 @@ def test_a_standby_takes_over_a_leader_killed_mid_round(
     assert took <= LEASE_S + 2.0, took
     pods = [pod for _, pod in stage.proxy.asked(namespace)]
     assert len(pods) == len(set(pods)), pods  # no pod asked twice
+    # Nor a second pod off the node the killed leader took one from: its rest was on record
+    # (an Event) before its Eviction call.
+    workloads = [pod.split("-")[0] for pod in pods]
+    assert workloads.count(workloads[0]) == 1, pods
