@@ -56,6 +56,7 @@ def peers() -> dict[str, str]:
         "helm": "HELM_VERSION",
         "koordinator": "KOORDINATOR_VERSION",
         "victoriametrics": "VICTORIAMETRICS_VERSION",
+        "thanos": "THANOS_VERSION",
     }
     return {
         peer: getattr(versions, attr) for peer, attr in names.items() if hasattr(versions, attr)

@@ -12,6 +12,12 @@ After a full rate() window of samples:
 - `ballast watcher` (2 gunicorn workers) serving that snapshot: RSS, GET /watcher (all nodes)
   and GET /watcher?host= latency p50/p99 and requests/s under concurrent keep-alive clients.
 JSON in bench/results/watcher.json.
+
+`--store victoriametrics` or `--store thanos` asks the same data of another PromQL store (the
+exporter scraped by VictoriaMetrics single node, or by a Prometheus behind a Thanos sidecar and
+querier): results in watcher-<nodes>-<store>.json, side by side with Prometheus's in
+docs/watcher.md (bench/watcher_plot.py draws them). `--clients` sets the keep-alive clients of
+GET /watcher (all nodes); issue 37's 20,000-node goals are judged with 4.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +39,14 @@ from typing import Any
 
 import requests
 
+from bench.provenance import write_result
+from sandbox import versions
 from sandbox.exporter import SyntheticExporter
+from tests.fixtures import victoriametrics
 from tests.fixtures.ports import wait_for
 from tests.fixtures.prometheus import PrometheusServer
 from tests.fixtures.redis import RedisServer
+from tests.fixtures.thanos import Shard, thanos_querier, thanos_sidecar
 from tests.fixtures.watcher import WatcherProcess
 from watcher import config as configuration
 from watcher.nodenames import NodeNamer
@@ -49,11 +60,21 @@ GOALS = {"poll_vs_bare": 1.5, "poll_seconds": 1.0, "watcher_p99_ms": 50.0, "host
 # Issue 11's goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
 # twice as long; no goal on the poll's absolute time, only against the bare PromQL.
 GOALS_10K = {"poll_vs_bare": 1.5, "watcher_p99_ms": 100.0, "host_rps": 1000.0}
+# Issue 37's at 20,000 nodes, on each store: GET /watcher p99 with 4 clients, RSS under 1 GB.
+GOALS_20K = {"poll_vs_bare": 1.5, "watcher_p99_ms": 50.0, "host_rps": 1000.0, "rss_mb": 1024.0}
+STORES = ("prometheus", "victoriametrics", "thanos")
 
 
-def goals(nodes: int, poll_p50: float, bare_p50: float, p99_ms: float, host_rps: float) -> dict:
+def goals(
+    nodes: int,
+    poll_p50: float,
+    bare_p50: float,
+    p99_ms: float,
+    host_rps: float,
+    rss: float = 0.0,
+) -> dict:
     """Each goal of the node count's set, met or not."""
-    g = GOALS_10K if nodes >= 10000 else GOALS
+    g = GOALS_20K if nodes >= 20000 else GOALS_10K if nodes >= 10000 else GOALS
     out = {
         f"poll_cycle <= {g['poll_vs_bare']}x bare PromQL": poll_p50 <= g["poll_vs_bare"] * bare_p50
     }
@@ -61,6 +82,8 @@ def goals(nodes: int, poll_p50: float, bare_p50: float, p99_ms: float, host_rps:
         out[f"poll_cycle <= {g['poll_seconds']:g} s"] = poll_p50 <= g["poll_seconds"]
     out[f"GET /watcher p99 <= {g['watcher_p99_ms']:g} ms"] = p99_ms <= g["watcher_p99_ms"]
     out[f"?host= >= {g['host_rps']:g} requests/s"] = host_rps >= g["host_rps"]
+    if "rss_mb" in g:
+        out[f"watcher RSS < {g['rss_mb']:g} MB"] = rss < g["rss_mb"]
     return out
 
 
@@ -141,7 +164,40 @@ def rss_mb(pid: int) -> float:
     return round(total / 1024, 1)
 
 
-def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
+def start_store(kind: str, tmp: Path, target: str) -> tuple[str, list[Any], str]:
+    """(query URL, processes to stop last first, version) of a store scraping `target` every
+    5 s."""
+    if kind == "victoriametrics":
+        vm = victoriametrics.start(tmp / "vm", [target], interval="5s")
+        return vm.url, [vm], f"VictoriaMetrics {versions.VICTORIAMETRICS_VERSION} single node"
+    prom_version = subprocess.run(
+        ["prometheus", "--version"], capture_output=True, text=True, timeout=10
+    ).stdout.split(" (")[0]
+    if kind == "thanos":
+        shard = Shard(tmp / "prom", "bench", [target], scrape_interval="5s")
+        started: list[Any] = [shard.start()]
+        try:
+            started.append(thanos_sidecar(tmp / "sidecar", shard))
+            started.append(thanos_querier(tmp / "querier", started[1:]))
+        except BaseException:
+            for process in reversed(started):
+                process.stop()
+            raise
+        url = started[-1].url
+        return url, started, f"Thanos {versions.THANOS_VERSION} querier + sidecar, {prom_version}"
+    prom = PrometheusServer(tmp / "prom", [target], scrape_interval="5s").start()
+    return prom.url, [prom], prom_version
+
+
+def series(url: str, query: str) -> int:
+    resp = requests.get(f"{url}/api/v1/query", params={"query": query}, timeout=60)
+    resp.raise_for_status()
+    return len(resp.json()["data"]["result"])
+
+
+def run(
+    nodes: int, cpus: int, rounds: int, duration: float, kind: str = "prometheus", clients: int = 2
+) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="ballast-bench-watcher-"))
     load_start = round(os.getloadavg()[0], 2)
     exporter = SyntheticExporter(cpus=cpus)
@@ -151,13 +207,13 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
     exporter.start()
     redis = RedisServer(tmp / "redis").start()
     redis_baseline = redis.client().info("memory")["used_memory"]
-    prom = PrometheusServer(tmp / "prom", [exporter.target], scrape_interval="5s").start()
+    url, processes, store_version = start_store(kind, tmp, exporter.target)
     watcher_proc: WatcherProcess | None = None
     try:
         cfg = configuration.load(
             env={},
             overrides={
-                "prometheus_url": prom.url,
+                "prometheus_url": url,
                 "redis_url": redis.url,
                 "key_prefix": PREFIX,
                 "warm_start": False,
@@ -165,8 +221,8 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
             },
         )
         specs = cfg.metric_specs()
-        print(f"waiting for {nodes} nodes x {cpus} CPUs in Prometheus ...", flush=True)
-        prom.wait_for_series(specs[1].query, nodes, timeout=120)
+        print(f"waiting for {nodes} nodes x {cpus} CPUs in {kind} ...", flush=True)
+        wait_for(lambda: series(url, specs[1].query) >= nodes, timeout=300, what="every node")
         time.sleep(65)  # a full 1m rate() range, so the CPU query does its real work
 
         provider = PrometheusProvider(cfg, specs)
@@ -176,7 +232,7 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
         poller.tick()  # takes the lock; its first frame
         bare_par, bare_seq, ticks = [], [], []
         for _ in range(rounds):
-            par, seq = bare_queries(prom.url, queries)
+            par, seq = bare_queries(url, queries)
             bare_par.append(par)
             bare_seq.append(seq)
             start = time.perf_counter()
@@ -203,7 +259,7 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
         # the snapshot stays the one measured above.
         watcher_proc = WatcherProcess(
             tmp / "watcher",
-            prom.url,
+            url,
             redis.url,
             key_prefix=PREFIX,
             workers=2,
@@ -212,7 +268,7 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
             snapshot_check=0.25,
         ).start()
         wait_for(lambda: watcher_proc.get("/watcher").status_code == 200, 30, what="/watcher")
-        all_nodes = load_test(watcher_proc.port, ["/watcher"], clients=2, duration=duration)
+        all_nodes = load_test(watcher_proc.port, ["/watcher"], clients=clients, duration=duration)
         hosts = [f"/watcher?host=node-{i:05d}" for i in rng.sample(range(nodes), 64)]
         one_node = load_test(watcher_proc.port, hosts, clients=4, duration=duration)
         api_nodes = load_test(watcher_proc.port, ["/api/v1/nodes"], clients=2, duration=duration)
@@ -231,6 +287,8 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
                 "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
             },
             "setup": {
+                "store": kind,
+                "store_version": store_version,
                 "nodes": nodes,
                 "cpus_per_node": cpus,
                 "scrape_interval": "5s",
@@ -265,13 +323,14 @@ def run(nodes: int, cpus: int, rounds: int, duration: float) -> dict[str, Any]:
                 "GET /api/v1/nodes": api_nodes,
             },
             "goals": goals(
-                nodes, poll_p50, bare_p50, all_nodes["p99_ms"], one_node["requests_per_s"]
+                nodes, poll_p50, bare_p50, all_nodes["p99_ms"], one_node["requests_per_s"], rss
             ),
         }
     finally:
         if watcher_proc is not None:
             watcher_proc.stop()
-        prom.stop()
+        for process in reversed(processes):
+            process.stop()
         redis.stop()
         exporter.stop()
 
@@ -282,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per load test")
+    parser.add_argument("--store", choices=STORES, default="prometheus")
+    parser.add_argument("--clients", type=int, default=2, help="clients of GET /watcher")
     parser.add_argument(
         "--output",
         type=Path,
@@ -290,12 +351,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.output is None:
-        args.output = (
-            RESULTS if args.nodes == 5000 else RESULTS.with_name(f"watcher-{args.nodes}.json")
-        )
-    result = run(args.nodes, args.cpus, args.rounds, args.duration)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+        name = "watcher" if args.nodes == 5000 else f"watcher-{args.nodes}"
+        if args.store != "prometheus":
+            name += f"-{args.store}"
+        args.output = RESULTS.with_name(f"{name}.json")
+    result = run(args.nodes, args.cpus, args.rounds, args.duration, args.store, args.clients)
+    write_result(args.output, result)
     print(json.dumps(result, indent=2))
     print(f"written to {args.output}")
     return 0
