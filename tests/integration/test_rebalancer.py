@@ -145,6 +145,24 @@ def rebalanced_events(api: client.ApiClient, namespace: str) -> list[dict[str, A
     return [e for e in items if e.get("reason") == evictions.POD_REASON]
 
 
+def budget_at_limit(api: client.ApiClient, namespace: str, app: str, replicas: int) -> None:
+    """A PodDisruptionBudget keeping all `replicas` of `app`, once its status counts them."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app},
+        "spec": {"minAvailable": replicas, "selector": {"matchLabels": {"app": app}}},
+    }
+    policy = client.PolicyV1Api(api)
+    policy.create_namespaced_pod_disruption_budget(namespace, pdb, _request_timeout=T)
+
+    def counted() -> bool:
+        status = policy.read_namespaced_pod_disruption_budget(app, namespace).status
+        return status.current_healthy == replicas
+
+    wait_for(counted, timeout=30, what="the PDB's status")
+
+
 def rounds_as_leader(r: Rebalancer) -> float:
     return counter(r, r.telemetry.rounds, "leader")
 
@@ -178,22 +196,7 @@ def test_a_hot_node_is_relieved_through_the_controllers(kube_api, namespace, sce
 def test_a_pdb_at_its_limit_blocks_the_eviction(kube_api, namespace, scene):
     names, watcher, place = scene
     pods = place(1)
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-    }
-    policy = client.PolicyV1Api(kube_api)
-    policy.create_namespaced_pod_disruption_budget(namespace, pdb, _request_timeout=T)
-    wait_for(
-        lambda: (
-            policy.read_namespaced_pod_disruption_budget("web", namespace).status.current_healthy
-            == 1
-        ),
-        timeout=30,
-        what="the PDB's status",
-    )
+    budget_at_limit(kube_api, namespace, "web", 1)
     with rebalancer(kube_api, watcher.url, {}) as r:
         wait_for(lambda: counter(r, r.telemetry.skipped, evictions.PDB) >= 2, timeout=30)
     assert counter(r, r.telemetry.evictions, "cpu-hot") == 0

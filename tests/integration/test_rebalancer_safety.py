@@ -38,6 +38,7 @@ from scheduler.rebalancer.runtime import Options, Rebalancer
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.watcher import WatcherProcess
 from tests.integration.scheduler_support import placement, running
+from tests.integration.test_rebalancer import budget_at_limit
 
 T = 10
 WATCHER = {"horizon_max": 3.0, "window": 30.0}
@@ -313,27 +314,12 @@ def test_refused_and_foreign_pods_leave_the_relief_to_the_next_one(
             deployment("db", 2, cpu=None, node=hot),
             deployment("web", 2),
         )
-        budget = {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "db"},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
-        }
-        policy = client.PolicyV1Api(kube_api)
-        policy.create_namespaced_pod_disruption_budget(namespace, budget, _request_timeout=T)
         before = wait_for(
             lambda: on_node(kube_api, namespace, hot, 6),
             timeout=60,
             what="six pods on the hot node",
         )
-        wait_for(
-            lambda: (
-                policy.read_namespaced_pod_disruption_budget("db", namespace).status.current_healthy
-                == 2
-            ),
-            timeout=30,
-            what="the budget at its limit",
-        )
+        budget_at_limit(kube_api, namespace, "db", 2)
         cordon(kube_api, cold, False)
         stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
 
