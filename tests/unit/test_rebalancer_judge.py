@@ -271,7 +271,9 @@ def cluster_objects(snap: Snapshot, claims: list[scenario.Claim]) -> None:
     snap.cluster.put(STORAGE_CLASSES, object_key(sc), sc)
 
 
-def random_state(seed: int) -> tuple[Snapshot, settings.RebalancerSettings]:
+def random_state(
+    seed: int,
+) -> tuple[Snapshot, settings.RebalancerSettings, dict[str, list[str]]]:
     """A small cluster from the differential generator: pods of every feature placed where the
     profile lets them (else anywhere: constraints bind only at scheduling), random loads with
     at least one hot and one cold node."""
@@ -294,11 +296,13 @@ def random_state(seed: int) -> tuple[Snapshot, settings.RebalancerSettings]:
         loads[n.name] = cpu_load(rng.uniform(*band))
     snap = snapshot_of(nodes, [], loads)
     cluster_objects(snap, gen.claims)
-    for logical, body, _ in gen.pods:
+    features = {}
+    for logical, body, kinds in gen.pods:
         body = scenario.pod_for_run(body, PREFIX, "ballast", gated=False)
         namespace = scenario.namespace_name(PREFIX, logical)
         owner = f"{body['metadata']['labels']['app']}-{rng.choice('xy')}"
         pod = replica(body, namespace, owner)
+        features[pod.key] = kinds
         rs = {"metadata": {"name": owner, "namespace": namespace}, "spec": {"replicas": 3}}
         snap.cluster.put(REPLICA_SETS, f"{namespace}/{owner}", rs)
         feasible, _ = PROFILE.filter(pod, list(snap.nodes.values()), snap, CycleState())
@@ -316,7 +320,7 @@ def random_state(seed: int) -> tuple[Snapshot, settings.RebalancerSettings]:
         max_per_namespace=rng.randint(2, 6),
         targets_must_be_cold=rng.random() < 0.7,
     )
-    return snap, s
+    return snap, s, features
 
 
 def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str) -> str:
@@ -371,16 +375,23 @@ def violations(plan: Plan, snap: Snapshot) -> list[str]:
 
 def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
     moves = refused = 0
+    kinds: set[str] = set()
     bad: list[str] = []
     for seed in range(STATES):
-        snap, s = random_state(seed)
+        snap, s, features = random_state(seed)
         view = view_of(snap)
         before = {n: set(i.pods) for n, i in snap.nodes.items()}
         plan = Judge(PROFILE, s, ESTIMATOR, lambda w: False).plan(view, hot_nodes(view), snap)
         assert {n: set(i.pods) for n, i in snap.nodes.items()} == before, seed
         bad += [f"seed {seed}: {v}" for v in violations(plan, snap)]
         moves += len(plan.moves)
+        kinds.update(k for m in plan.moves for k in features[m.pod.key])
         refused += sum(s.reason in (NO_TARGET, GOES_BACK) and s.pod != "" for s in plan.skips)
     assert bad == []
     # Not vacuous: many moves approved, many refused by the filters or the scores.
     assert moves >= STATES // 2 and refused >= STATES // 2, (moves, refused)
+    # ... and moved pods of every constraint kind a pod that fits somewhere can have (a
+    # missing or unbound claim, or a pod too big for any node, keeps it off every node).
+    unplaceable = {"pvc-missing", "pvc-unbound", "fits-nowhere"}
+    placeable = {n for n, _, _ in scenario.FEATURES} - unplaceable
+    assert kinds >= placeable, placeable - kinds
