@@ -299,16 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     trail = binder.trail.copy()
     if args.preempt:
         trail.update(cycle.evictor.trail.digest())  # type: ignore[union-attr]
-        print(
-            f"{args.nodes} nodes, {len(done)} preemptors, {sum(done)} attempts: "
-            f"{1000 * spent / max(len(done), 1):.3f} ms CPU per preemptor, "
-            f"digest {trail.hexdigest()[:16]}"
-        )
-    else:
-        print(
-            f"{args.nodes} nodes, {len(done)} pods: {1000 * spent / max(len(done), 1):.3f} ms CPU "
-            f"per pod, digest {trail.hexdigest()[:16]}"
-        )
+    unit = "preemptor" if args.preempt else "pod"
+    what = f"{len(done)} preemptors, {sum(done)} attempts" if args.preempt else f"{len(done)} pods"
+    per = 1000 * spent / max(len(done), 1)
+    print(
+        f"{args.nodes} nodes, {what}: {per:.3f} ms CPU per {unit}, digest {trail.hexdigest()[:16]}"
+    )
     print(profile, end="")
     return 0
 

@@ -330,6 +330,10 @@ def _goals_for(phase: str, workload: str, nodes: int) -> tuple[tuple[str, float]
     return LARGE_BACKLOG_GOALS if phase == "backlog" and nodes >= LARGE_NODES else GOALS
 
 
+def _at_most(ratio: float, goal: float) -> dict[str, Any]:
+    return {"goal_at_most": goal, "ratio_of_medians": ratio, "met": ratio <= goal}
+
+
 def verdict(
     summary: dict[str, Any], workload: str = "plain", nodes: int = 1000
 ) -> tuple[dict[str, float], dict[str, Any]]:
@@ -348,11 +352,7 @@ def verdict(
         if workload == "plain" and nodes >= LARGE_NODES:
             cpu_goal = LARGE_CPU_GOAL
         if cpu_goal is not None:
-            goals[key] = {
-                "goal_at_most": cpu_goal,
-                "ratio_of_medians": ratios[key],
-                "met": ratios[key] <= cpu_goal,
-            }
+            goals[key] = _at_most(ratios[key], cpu_goal)
     # Issue 18: what recording decisions costs, per phase (start-up is the same either way).
     for phase in PHASES:
         on = summary.get("ballast", {}).get(phase, {}).get("cpu_ms_per_pod", {}).get("median")
@@ -360,11 +360,7 @@ def verdict(
         if on and off.get("median"):
             key = f"{phase}_cpu_per_pod_recording_on_vs_off"
             ratios[key] = round(on / off["median"], 3)
-            goals[key] = {
-                "goal_at_most": RECORDING_CPU_GOAL,
-                "ratio_of_medians": ratios[key],
-                "met": ratios[key] <= RECORDING_CPU_GOAL,
-            }
+            goals[key] = _at_most(ratios[key], RECORDING_CPU_GOAL)
     for phase in PHASES:
         ours = summary.get("ballast", {}).get(phase, {}).get("pods_per_second", {}).get("median")
         for other, goal in _goals_for(phase, workload, nodes):
