@@ -203,6 +203,12 @@ GPU_DOC = {
         "fbUsed": GPU_STATS,
         "fbFree": GPU_STATS,
         "fbTotal": NUMBER,
+        "pods": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "namespace/name of the pods using it (dcgm-exporter's pod mapping; "
+            "absent when gpu_pod_query is off)",
+        },
         "count": {"type": "integer"},
         "last": NUMBER,
         "horizon": NUMBER,

@@ -200,7 +200,8 @@ class GpuView:
 def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] | None:
     """Per GPU, its measured figures and pods (dcgm-exporter's pod mapping), with the node's
     GPU pods the mapping does not show yet given GPUs as the device plugin would (a replica
-    the GPU with the fewest pods, a whole GPU the first one without any; oldest pod first).
+    the GPU with the fewest pods, a whole GPU the first one without any; in the order they were
+    put on the node).
     None when the mapping says nothing here: off, or not one pod measured while pods are
     placed (the node-level view then judges)."""
     gpus = snap.gpus.live(node.name, snap.now)
@@ -222,7 +223,7 @@ def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] 
         used = max(g.fb_used, sum(n.memory_mib for n in needs))
         util = max(g.util, sum(n.util for n in needs))
         views.append(GpuView(g.index, len(g.pods or ()), used, g.fb_total, util))
-    for pod, need in sorted(placed.values(), key=lambda item: item[0].created):
+    for pod, need in placed.values():  # the order they were put on the node: bind order
         if pod.key not in seen:
             for view in assign(views, need):
                 view.pods += 1
