@@ -113,6 +113,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 DESCRIPTIONS = {
     **CONTENDERS,
     **{v: f"{CONTENDERS[b]}, {args}" for v, (b, args) in VARIANTS.items()},
+    "ballast-gpu": "Ballast with GpuLoad (bench.placement_gpu's gpu-shared scenario)",
 }
 
 
@@ -430,6 +431,11 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
     if args:
         plugin = LOAD_VARIATION_RISK_BALANCING if base == "ballast-lvrb" else TARGET_LOAD_PACKING
         profile["pluginConfig"] = [{"name": plugin, "args": args}]
+    if base == "ballast-gpu":  # bench.placement_gpu: GPU pods placed by GPU load (docs/gpu.md)
+        profile["plugins"] = {
+            "filter": {"enabled": [{"name": "GpuLoad"}]},
+            "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
+        }
     if base == "ballast-lvrb":
         profile["plugins"] = {
             "score": {

@@ -176,6 +176,10 @@ class GpuSimulator:
                     name, index, util.get(gpu, 0.0), memory.get(gpu, 0.0), users.get(gpu)
                 )
 
+    def assignments(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """(pod namespace/name, node) -> the GPU indices it was given, for pods running now."""
+        return dict(self._placed)
+
     def _assign(self, pod: Any, count: int) -> tuple[int, ...]:
         """The device plugin's choice: whole GPUs on the lowest free indices (any, when
         oversubscribed), a shared replica on the least used GPU."""
