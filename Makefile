@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-profiles bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance chaos clean
 
 all: test
 
@@ -113,6 +113,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
+
+# The gpu-shared scenario (docs/gpu.md): training and inference pods on time-sliced GPUs,
+# Ballast with GpuLoad against kube-scheduler and Trimaran. BENCH_ARGS=--quick: one seed.
+bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
+	$(PY) -m bench.placement_gpu $(BENCH_ARGS)
 
 # What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):
 # bytes per pod in Redis (on a throwaway redis-server) and in the watcher, a pod poll, the
