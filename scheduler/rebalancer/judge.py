@@ -3,8 +3,8 @@
 For each hot node (the hottest first), its eligible pods in victim order; for each pod, its
 replacement (the same pod, unbound) is judged on the cluster as the scheduler will see it, the
 moves planned before it in place (their replacements on their targets, requests for the fit
-filters and predicted CPU as recently bound for the load scores; their victims gone), twice:
-with the victim terminating (when its controller recreates it; PodTopologySpread no longer
+filters and predicted CPU as recently bound for the load scores), twice: with the victim (and
+the earlier victims) terminating (when its controller recreates it; PodTopologySpread no longer
 counts it, the other plugins still do) and with it deleted (where a replacement that fits
 nowhere before waits for). In each the profile filters every node and scores the feasible ones,
 as a cycle would. A target must be cold (or only not hot, when targetsMustBeCold is off), pass
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
@@ -180,7 +181,7 @@ class Judge:
                 out.skips.append(Skip(node.name, pod.key, limits.WORKLOAD_UNAVAILABLE))
                 continue
             replacement = replacement_of(pod)
-            target, detail = self._target(pod, replacement, node, view, snap, usage)
+            target, detail = self._target(pod, replacement, node, view, snap, usage, out.moves)
             if target is None:
                 out.skips.append(Skip(node.name, pod.key, detail[0], detail[1]))
                 continue
@@ -232,6 +233,7 @@ class Judge:
         view: Classification,
         snap: Snapshot,
         usage: dict[str, dict[str, float]],
+        earlier: list[Move],
     ) -> tuple[NodeInfo | None, tuple[str, str]]:
         allowed = (COLD,) if self.settings.targets_must_be_cold else (COLD, NORMAL)
         candidates = {
@@ -246,16 +248,18 @@ class Judge:
         # recreates it then): PodTopologySpread no longer counts the victim; InterPodAffinity,
         # NodePorts, the volume plugins and the fit filters still do. If nothing is feasible
         # then, the replacement waits for the deletion and meets a cluster without it. Either
-        # way the moves planned before it are in place. A move must hold in both: a target in
-        # both, the hot node not the scheduler's best in either.
+        # way the moves planned before it are in place (their victims terminating too, or
+        # deleted). A move must hold in both: a target in both, the hot node not the
+        # scheduler's best in either.
         with TrialEdit(snap, source) as gone:
             gone.remove(pod)
             deleted = self._view(replacement, candidates, view, snap, usage)
             if not deleted.fits:
                 detail = f"{deleted.passing} of {len(candidates)} candidates pass the filters"
                 return None, (NO_TARGET, detail + "; none stays under high with the pod")
-            with TrialEdit(snap, source) as dies:
-                dies.add(terminating(pod))
+            with ExitStack() as dies:
+                for victim, node in [*((m.pod, m.source) for m in earlier), (pod, source.name)]:
+                    dies.enter_context(TrialEdit(snap, snap.nodes[node])).add(terminating(victim))
                 dying = self._view(replacement, candidates, view, snap, usage)
         views = [(deleted, "")]
         if dying.feasible:

@@ -7,6 +7,7 @@ node there is not the node the pod left."""
 from __future__ import annotations
 
 import random
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -253,6 +254,9 @@ def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
 # --- the property -------------------------------------------------------------------------
 PREFIX = "j"
 STATES = 500
+# Found by longer runs (3000 states): 1862, an earlier move's victim still terminating decides
+# where a later replacement goes (the judge counted it deleted in both views before).
+FOUND = (1862,)
 
 
 def cluster_objects(snap: Snapshot, claims: list[scenario.Claim]) -> None:
@@ -343,9 +347,9 @@ def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str) -> st
 
 def violations(plan: Plan, snap: Snapshot) -> list[str]:
     """Each planned move replayed in order on the snapshot, the earlier moves' replacements on
-    their targets (with their predicted CPU as recently bound): with the victim deleted, the
+    their targets (with their predicted CPU as recently bound): with the victims deleted, the
     target must pass the profile's filters and the source must not have the best score; the
-    same with the victim terminating, unless nothing is feasible then."""
+    same with the victims terminating, unless nothing is feasible then."""
     found = []
     edits: list[TrialEdit] = []
     recent = dict(snap.recent_cpu_m)
@@ -356,8 +360,10 @@ def violations(plan: Plan, snap: Snapshot) -> list[str]:
             gone.remove(move.pod)
             replacement = replacement_of(move.pod)
             found.append(misjudged(move, replacement, snap, "deleted"))
-            with TrialEdit(snap, snap.nodes[move.source]) as dies:
-                dies.add(terminating(move.pod))
+            with ExitStack() as dies:
+                for victim in plan.moves[: plan.moves.index(move) + 1]:
+                    dying = dies.enter_context(TrialEdit(snap, snap.nodes[victim.source]))
+                    dying.add(terminating(victim.pod))
                 found.append(misjudged(move, replacement, snap, "terminating"))
             arrive = TrialEdit(snap, snap.nodes[move.target])
             edits.append(arrive)
@@ -377,7 +383,7 @@ def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
     moves = refused = 0
     kinds: set[str] = set()
     bad: list[str] = []
-    for seed in range(STATES):
+    for seed in (*range(STATES), *FOUND):
         snap, s, features = random_state(seed)
         view = view_of(snap)
         before = {n: set(i.pods) for n, i in snap.nodes.items()}
