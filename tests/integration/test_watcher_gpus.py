@@ -51,6 +51,9 @@ def test_gpu_windows_from_dcgm_series(exporter, prometheus, dcgm, redis_server, 
     assert a0["util"]["latest"] == 70.0  # one GPU, though its series comes once per pod
     assert a0["fbUsed"]["latest"] == 30000.0 and a0["fbFree"]["latest"] == 10960.0
     assert a0["fbTotal"] == 40960.0 and a0["state"] == "fresh"
+    # who uses it, from the pod mapping's labels; an idle GPU lists nobody
+    assert a0["pods"] == ["ml/infer-1", "ml/infer-2"]
+    assert doc["nodes"]["gpu-a"]["gpus"]["1"]["pods"] == []
     assert doc["lastPoll"]["ok"] is True
     # The pod mapping's pods were seen; without Kubernetes access no workload owns them.
     assert set(doc["counters"]["rejected"]) == {"no_owner"} and doc["workloads"] == {}
