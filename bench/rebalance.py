@@ -16,6 +16,9 @@ of maxUnavailable 1 per Deployment); only the rebalancer differs:
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
+- koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
+  NodeMetric objects the simulator writes for its pool (a report every 2 s of 15-second means,
+  as the watcher polls and rates), the same CPU thresholds, its own anomaly count (5 rounds).
 
 Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
 80-90 %), stable (nothing changes: every eviction is a false one). Measures come from the
@@ -45,10 +48,11 @@ import requests
 import yaml
 from kubernetes import client
 
-from sandbox import descheduler, processes
+from sandbox import descheduler, koordinator, nodemetric, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.demo_stack import Stack
 from sandbox.exporter import SyntheticExporter
+from sandbox.koordinator import descheduler as koord_descheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import Simulator, SimulatorConfig, node_loads
@@ -64,6 +68,7 @@ CONTENDERS = {
     "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
     "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
+    "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
 }
 HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
 # Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
@@ -97,6 +102,10 @@ WATCHER_ENV = {
 }
 CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[15s]))'
 SEEDS = (1, 2, 3)
+KOORD = "koord-descheduler"
+# NodeMetrics for Koordinator's pool at the watcher's delay: written every 2 s (its poll), means
+# over 15 s (its rate range); koordlet's defaults (60 s, 300 s) would hide the change for minutes.
+NODE_METRICS = nodemetric.NodeMetricConfig(report_seconds=2, aggregate_seconds=15)
 T = 10.0
 
 
@@ -449,6 +458,7 @@ class Services:
         self.stack = Stack(work / "services")
         self.exporter: SyntheticExporter | None = None
         self.sim: Simulator | None = None
+        self.node_metrics: nodemetric.NodeMetricWriter | None = None
         self.api: client.ApiClient | None = None
 
     def start(self) -> tuple[client.ApiClient, Simulator, str, str]:
@@ -456,7 +466,14 @@ class Services:
         self.plane.start(self.specs)
         self.api = self.plane.api_client()
         self.exporter = SyntheticExporter().start()
-        self.sim = Simulator(self.api, self.exporter, self.config).start()
+        koord = {s.name for s in self.specs if s.labels.get(POOL_LABEL) == KOORD}
+        if koord:  # Koordinator's CRDs and the node agent's stand-in for its pool
+            koordinator.apply_crds(self.api)
+            self.node_metrics = nodemetric.NodeMetricWriter(
+                self.api, NODE_METRICS, include=koord.__contains__
+            ).start()
+        on_tick = self.node_metrics.observe if self.node_metrics is not None else None
+        self.sim = Simulator(self.api, self.exporter, self.config, on_tick=on_tick).start()
         if not self.sim.wait_synced(60):
             raise TimeoutError("the simulator could not list nodes and pods")
         redis_url = self.stack.start_redis()
@@ -468,11 +485,13 @@ class Services:
         return self.api, self.sim, prom, watcher_url
 
     def stop(self) -> None:
-        for name in [*map(_process, REBALANCERS), "descheduler", "scheduler"]:
+        for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
             stop_scheduler(self.plane, name)
         self.stack.stop()
         if self.sim is not None:
             self.sim.stop(timeout=2.0)
+        if self.node_metrics is not None:
+            self.node_metrics.stop(timeout=2.0)
         if self.exporter is not None:
             self.exporter.stop()
         if self.api is not None:
@@ -552,8 +571,9 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
                 1 for e in recorder.evictions[c] if e["time"] < change
             )
             results[c] = r
-        if "descheduler" in contenders:
-            results["descheduler"]["log_errors"] = _errors(plane, "descheduler")
+        for name in ("descheduler", KOORD):
+            if name in contenders:
+                results[name]["log_errors"] = _errors(plane, name)
         ok = True
         return {"scenario": scenario.name, "seed": seed, "contenders": results}
     finally:
@@ -583,6 +603,17 @@ def start_rebalancers(
             node_selector=f"{POOL_LABEL}=descheduler",
         )
         descheduler.start_descheduler(plane, prom, doc, INTERVAL)
+    if KOORD in contenders:
+        # CPU as Ballast's thresholds; memory never hot and never in the way of a target.
+        doc = koord_descheduler.config(
+            plane.kubeconfig,
+            low={"cpu": LOW, "memory": 100},
+            high={"cpu": HIGH, "memory": 100},
+            interval=INTERVAL,
+            namespaces=[namespace(KOORD)],
+            node_selector={POOL_LABEL: KOORD},
+        )
+        koord_descheduler.start_koord_descheduler(plane, doc, name=KOORD)
 
 
 def _process(contender: str) -> str:
@@ -746,6 +777,8 @@ def main(argv: list[str] | None = None) -> int:
     contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
     if "descheduler" in contenders:
         descheduler.ensure_built()
+    if KOORD in contenders:
+        koordinator.ensure_built()
     seeds = list(range(1, args.seeds + 1))
     if args.observe:
         for n in names:

@@ -16,6 +16,7 @@ COLORS = {
     "ballast-n1": "#7fbf7b",
     "ballast-latest": "#5aae61",
     "descheduler": "#c51b7d",
+    "koord-descheduler": "#e08214",
 }
 
 
