@@ -47,3 +47,42 @@ def test_the_chart_installs_the_rebalancer_in_dry_run_with_safe_defaults(tmp_pat
     assert section.min_replicas == 2
     assert section.schedulers == ("ballast",)
     assert section.namespace_selector.everything
+
+
+def test_the_rebalancer_runs_as_the_scheduler_does(tmp_path):
+    """Sizes, start-up probe, disruption budget, anti-affinity and priority class: the
+    scheduler's, since it holds the same cache."""
+    values = {"rebalancer": {"enabled": True}, "priorityClassName": "ballast-critical"}
+    rendered = template(tmp_path, values)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+
+    def find(kind: str, name: str) -> dict[str, Any]:
+        return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+    pods = {
+        part: find("Deployment", f"ballast-{part}")["spec"]["template"]
+        for part in ("scheduler", "rebalancer")
+    }
+    sched, reb = (pods[p]["spec"] for p in ("scheduler", "rebalancer"))
+    labels = pods["rebalancer"]["metadata"]["labels"]
+    assert reb["containers"][0]["resources"] == sched["containers"][0]["resources"]
+    probe = reb["containers"][0]["startupProbe"]
+    assert probe["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert probe["failureThreshold"] * probe["periodSeconds"] >= 60
+    assert reb["priorityClassName"] == sched["priorityClassName"] == "ballast-critical"
+    (term,) = reb["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == labels
+    budget = find("PodDisruptionBudget", "ballast-rebalancer")["spec"]
+    assert budget["selector"]["matchLabels"] == labels
+    assert budget["maxUnavailable"] == 1
+    off = template(tmp_path, {"rebalancer": {"enabled": True, "pdb": {"enabled": False}}})
+    assert not any(
+        d["kind"] == "PodDisruptionBudget" and d["metadata"]["name"] == "ballast-rebalancer"
+        for d in yaml.safe_load_all(off.stdout)
+        if d
+    )
+    assert "priorityClassName" not in yaml.safe_dump(
+        [d for d in yaml.safe_load_all(off.stdout) if d and d["kind"] == "Deployment"]
+    )
