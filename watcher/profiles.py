@@ -208,10 +208,13 @@ class ProfileBook:
             while len(revisions) > 2:
                 self.rings.pop((key, revisions.pop(0)), None)
             self.workloads[key] = workload
-        elif revisions[-1] != workload.revision and self.rings[(key, revisions[-1])].last <= (
+        elif revisions[-1] != workload.revision and self.rings[(key, revisions[-1])].last < (
             ring.last
         ):
-            # An older revision seen again (a rollback): it becomes the newest.
+            # An older revision sampled after the newest one stopped (a rollback): it becomes
+            # the newest. Not while both are sampled (a rollout): the poll that lists the old
+            # one first would make it the newest, and the estimator's fallback (older only)
+            # reads this order.
             revisions.remove(workload.revision)
             revisions.append(workload.revision)
             self.workloads[key] = workload

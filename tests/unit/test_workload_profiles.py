@@ -114,6 +114,23 @@ def test_two_revisions_kept_newest_first_a_third_drops_the_oldest() -> None:
     assert doc["current"] == "h3" and list(doc["revisions"]) == ["h3", "h2"]
 
 
+def test_a_rollout_keeps_its_order_a_rollback_reverses_it() -> None:
+    book = ProfileBook(window=600, poll_interval=15)
+
+    def order() -> list[str]:
+        return list(book.doc()["workloads"]["ns/Deployment/web"]["revisions"])
+
+    book.add(0.0, {web("h1"): [PodSample("a", 1.0, 1.0)]})
+    # h2 rolls out while h1 still runs; whichever a poll lists first, h2 stays the newest
+    book.add(15.0, {web("h2"): [PodSample("b", 1.0, 1.0)], web("h1"): [PodSample("a", 1.0, 1.0)]})
+    book.add(30.0, {web("h1"): [PodSample("a", 1.0, 1.0)], web("h2"): [PodSample("b", 1.0, 1.0)]})
+    assert order() == ["h2", "h1"]
+    # rolled back: h1 alone is sampled after h2 stopped, and becomes the newest
+    book.add(45.0, {web("h1"): [PodSample("a", 1.0, 1.0)]})
+    book.add(60.0, {web("h1"): [PodSample("a", 1.0, 1.0)]})
+    assert order() == ["h1", "h2"]
+
+
 def test_profile_count_is_bounded() -> None:
     book = ProfileBook(window=600, poll_interval=15, max_profiles=10)
     for i in range(50):
