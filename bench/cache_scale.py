@@ -29,7 +29,7 @@ import urllib3
 from kubernetes import client
 
 from bench.common import (
-    RESULTS,
+    RESULTS_DIR,
     THREADS,
     BindTracker,
     Contender,
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=["ballast", "kube-scheduler"])
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    out = args.out or RESULTS.with_name(f"scheduler-cache-{args.nodes}-{args.pods}.json")
+    out = args.out or RESULTS_DIR / f"scheduler-cache-{args.nodes}-{args.pods}.json"
     urllib3.disable_warnings()
     began = time.monotonic()
     work, plane, api = start_sandbox("ballast-bench-cache-")

@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -769,6 +769,13 @@ def summarize(chaos: Chaos, checked: dict[str, Any], started: float, stream_end:
     }
 
 
+# Every fault once under a lighter stream: `--quick`, and the reduced run in `make test`
+# (tests/integration/test_chaos.py).
+QUICK = ChaosConfig(
+    nodes=5, rate=10.0, repeats=1, warmup=8.0, gap=6.0, down=2.0, bad_prometheus=8.0, burst=60
+)
+
+
 def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
     chaos = Chaos(cfg)
     try:
@@ -780,22 +787,29 @@ def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=ChaosConfig.rate, help="pods per second")
-    parser.add_argument("--repeats", type=int, default=ChaosConfig.repeats)
-    parser.add_argument("--nodes", type=int, default=ChaosConfig.nodes)
-    parser.add_argument("--gap", type=float, default=ChaosConfig.gap)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="every fault once at 10 pods/s on 5 nodes, as `make test` runs it (about 2.5 "
+        "minutes), into bench/results/chaos-quick.json",
+    )
+    base = ChaosConfig()
+    parser.add_argument("--rate", type=float, default=None, help=f"pods/s ({base.rate:g})")
+    parser.add_argument("--repeats", type=int, default=None, help=f"default {base.repeats}")
+    parser.add_argument("--nodes", type=int, default=None, help=f"default {base.nodes}")
+    parser.add_argument("--gap", type=float, default=None, help=f"default {base.gap:g} s")
     parser.add_argument("--faults", nargs="*", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--state-dir", default="", help="logs and state (default: a temp dir)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None, help="bench/results/chaos.json")
     args = parser.parse_args(argv)
-    cfg = ChaosConfig(
-        nodes=args.nodes,
-        rate=args.rate,
-        repeats=args.repeats,
-        gap=args.gap,
+    given = {k: getattr(args, k) for k in ("rate", "repeats", "nodes", "gap")}
+    cfg = replace(
+        QUICK if args.quick else base,
+        **{k: v for k, v in given.items() if v is not None},
         faults=tuple(args.faults),
         state_dir=args.state_dir,
     )
+    args.out = args.out or (RESULTS.with_name("chaos-quick.json") if args.quick else RESULTS)
     result = run_chaos(cfg)
     write_result(args.out, result)
     print(render(result))

@@ -8,6 +8,7 @@ imports another benchmark for its helpers.
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import importlib.util
 import json
@@ -37,7 +38,7 @@ from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler.backend.cache import interrupt
 from scheduler.kube import kubeapi
 
-RESULTS = Path(__file__).resolve().parent / "results"  # every benchmark's result files
+RESULTS_DIR = Path(__file__).resolve().parent / "results"  # every benchmark's result files
 THREADS = 16  # client threads creating pods, Ballast's binder parallelism and the raw binder's
 T = (5.0, 30.0)  # connect and read timeouts of the benchmarks' API calls
 ZONES = 3
@@ -188,6 +189,14 @@ def child_pids(pid: int) -> list[int]:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:  # the process ended
         return []
+
+
+def sized(args: argparse.Namespace, quick: dict[str, Any], full: dict[str, Any]) -> None:
+    """Each option the command line left unset (None) from the quick size (`--quick`: a few
+    minutes, its own result file, never the one the docs quote) or the full one."""
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
 
 
 def spread(values: list[float]) -> dict[str, float]:

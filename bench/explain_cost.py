@@ -26,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from bench.common import sized
 from bench.provenance import write_result
 from scheduler.backend import decisions, explanation
 from scheduler.backend.decisions import DecisionStore
@@ -38,6 +39,7 @@ from scheduler.framework.resources import node_info, pod_info, predicted_cpu_m
 from scheduler.framework.snapshot import Snapshot, snapshot_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "explain-cost.json"
+QUICK_NAME = "explain-cost-quick.json"
 CPU_GOAL = 1.05
 MEMORY_GOAL_MB = 50.0
 
@@ -164,11 +166,21 @@ def measure_memory(loop: Loop, pods: list) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=10000, help="recorded for the memory figure")
-    parser.add_argument("--cpu-pods", type=int, default=4000, help="cycles for the CPU figure")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--quick", action="store_true", help="a tenth of each size, explain-cost-quick.json"
+    )
+    parser.add_argument("--nodes", type=int, default=None, help="default 5,000")
+    parser.add_argument("--pods", type=int, default=None, help="recorded (memory); 10,000")
+    parser.add_argument("--cpu-pods", type=int, default=None, help="cycles (CPU); 4,000")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default bench/results/explain-cost.json"
+    )
     args = parser.parse_args(argv)
+    sized(
+        args,
+        {"nodes": 500, "pods": 1000, "cpu_pods": 400, "out": RESULTS.with_name(QUICK_NAME)},
+        {"nodes": 5000, "pods": 10000, "cpu_pods": 4000, "out": RESULTS},
+    )
     rng = random.Random(7)
     nodes, loads = make_nodes(args.nodes, rng)
     snap = snapshot_of(nodes, loads=loads, now=time.time())

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.common import sized
 from bench.provenance import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -170,11 +171,17 @@ def _redis_usage(doc: bytes, rings: dict[str, bytes]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.profiles", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--quick", action="store_true", help="5,000 pods, profiles-quick.json")
+    parser.add_argument("--pods", type=int, default=None, help="default 50,000 (quick 5,000)")
     parser.add_argument("--replicas", type=int, default=10, help="pods per workload")
     parser.add_argument("--polls", type=int, default=70, help="enough to fill every ring")
-    parser.add_argument("--out", type=Path, default=RESULTS / "profiles.json")
+    parser.add_argument("--out", type=Path, default=None, help="bench/results/profiles.json")
     args = parser.parse_args(argv)
+    sized(
+        args,
+        {"pods": 5_000, "out": RESULTS / "profiles-quick.json"},
+        {"pods": 50_000, "out": RESULTS / "profiles.json"},
+    )
     result = run(args.pods, args.replicas, args.polls)
     write_result(args.out, result)
     print(json.dumps(result, indent=1))

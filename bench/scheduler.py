@@ -47,6 +47,7 @@ from kubernetes import client
 
 from bench.common import (
     RAW_BIND,
+    RESULTS_DIR,
     THREADS,
     WORKLOADS,
     ZONES,
@@ -66,12 +67,10 @@ from bench.common import (
     start_sandbox,
     thread_cpu_seconds,
 )
-from bench.common import RESULTS as RESULTS_DIR
 from bench.provenance import write_result
 from sandbox.namespaces import delete_namespace, ensure_namespace
 from scheduler.kube import kubeapi
 
-RESULTS = RESULTS_DIR / "scheduler.json"
 TIMEOUT = 600.0
 
 
@@ -373,6 +372,19 @@ def verdict(
     return ratios, goals
 
 
+QUICK_NODES, QUICK_PODS = 200, 500
+
+
+def default_name(workload: str, nodes: int, quick: bool = False) -> str:
+    """The result file of a run: scheduler.json is the full plain run the docs quote; a quick
+    run never overwrites it."""
+    if quick:
+        return "scheduler-quick.json" if workload == "plain" else f"scheduler-{workload}-quick.json"
+    if workload == "plain" and nodes == 1000:
+        return "scheduler.json"
+    return f"scheduler-{workload}-{nodes}.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -391,11 +403,17 @@ def main(argv: list[str] | None = None) -> int:
         f"group per node and a zone spread (maxSkew 1, {ZONES} zones), as a Deployment's pods",
     )
     parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"one round of {QUICK_PODS} pods per phase on {QUICK_NODES} nodes (a few minutes; "
+        "--nodes, --pods and --rounds still win), into bench/results/scheduler-quick.json",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
         help="default bench/results/scheduler.json for plain pods on 1,000 nodes, else "
-        "bench/results/scheduler-<workload>-<nodes>.json",
+        "bench/results/scheduler-<workload>-<nodes>.json (with --quick, -quick.json)",
     )
     parser.add_argument(
         "--profile",
@@ -414,10 +432,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot is not None:
         plot_budget(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
         return 0
+    if args.quick:
+        given = set(argv if argv is not None else sys.argv[1:])
+        args.nodes = args.nodes if "--nodes" in given else QUICK_NODES
+        args.pods = args.pods if "--pods" in given else QUICK_PODS
+        args.rounds = args.rounds if "--rounds" in given else 1
     if args.out is None:
-        plain = args.workload == "plain" and args.nodes == 1000
-        name = "scheduler.json" if plain else f"scheduler-{args.workload}-{args.nodes}.json"
-        args.out = RESULTS.with_name(name)
+        args.out = RESULTS_DIR / default_name(args.workload, args.nodes, args.quick)
     urllib3.disable_warnings()
     began = time.monotonic()
     work, plane, api = start_sandbox("ballast-bench-")
@@ -543,7 +564,7 @@ def _profile_out(args: argparse.Namespace, namespace: str) -> Path | None:
     if not args.profile:
         return None
     round_ = namespace.rsplit("-", 1)[1]
-    return RESULTS.with_name(f"profile-{args.workload}-{args.nodes}-{round_}.txt")
+    return RESULTS_DIR / f"profile-{args.workload}-{args.nodes}-{round_}.txt"
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from kubernetes import client
 
 from bench.common import (
     RAW_BIND,
-    RESULTS,
+    RESULTS_DIR,
     THREADS,
     Contender,
     PodMaker,
@@ -856,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
         load_workload(upstream, case, WORKLOADS[case][pick], args.max_nodes, args.max_pods)
         for case in args.workloads
     ]
-    out = args.out or RESULTS.with_name(f"scheduler-perf-{args.size}.json")
+    out = args.out or RESULTS_DIR / f"scheduler-perf-{args.size}.json"
     urllib3.disable_warnings()
     if not args.from_source:
         compile_ballast()
@@ -874,7 +874,7 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": [],
     }
     for i, workload in enumerate(workloads):
-        profile = RESULTS.with_name(f"profile-perf-{workload.case}.txt") if args.profile else None
+        profile = RESULTS_DIR / f"profile-perf-{workload.case}.txt" if args.profile else None
         result = run_workload(workload, list(args.only), args.rounds, i, args.preemptors, profile)
         result["ratios"] = ratios(result["medians"])
         report["workloads"].append(result)

@@ -10,11 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from bench.chaos import FAULTS, ChaosConfig, render, run_chaos
-
-REDUCED = ChaosConfig(
-    nodes=5, rate=10.0, repeats=1, warmup=8.0, gap=6.0, down=2.0, bad_prometheus=8.0, burst=60
-)
+from bench.chaos import FAULTS, render, run_chaos
+from bench.chaos import QUICK as REDUCED  # `python -m bench.chaos --quick` runs the same
 
 
 def test_every_fault_once_under_load(tmp_path):

@@ -1,0 +1,53 @@
+"""bench.common's pure parts: the raw binder's one rule for repeated watch events, the /proc
+readers and the spread of a figure over rounds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from bench import common
+
+
+class Submitted:
+    """Stands in for the binder's thread pool: what it would bind, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self.calls.append(args)
+
+
+def pod(name: str, node: str = "", scheduler: str = common.RAW_BIND, ns: str = "a") -> dict:
+    return {
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"schedulerName": scheduler, "nodeName": node},
+    }
+
+
+def test_raw_binder_queues_a_pod_once_whatever_the_events() -> None:
+    binder = common.RawBinder(None, ["n1", "n2"])  # never started: no watch, no API call
+    binder._pool = Submitted()  # type: ignore[assignment]
+    for event in [pod("p"), pod("p"), pod("q"), pod("p", ns="b"), pod("q"), pod("r", node="n1")]:
+        binder._seen(event)
+    binder._seen(pod("s", scheduler="ballast"))
+    # p, q and b/p once each, round robin over the nodes; bound and others' pods left alone
+    assert binder._pool.calls == [("a", "p", "n1"), ("a", "q", "n2"), ("b", "p", "n1")]
+
+
+def test_spread_is_median_min_max() -> None:
+    assert common.spread([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "min": 1.0, "max": 10.0}
+
+
+def test_proc_readers_read_this_process_and_its_child() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=-1)
+    try:
+        assert child.pid in common.child_pids(os.getpid())
+        assert 0 < common.process_rss_mb(os.getpid()) <= common.process_rss_peak_mb(os.getpid())
+        assert common.process_cpu_seconds(os.getpid()) > 0
+    finally:
+        child.communicate(b"")
+    assert common.child_pids(2**22 + 1) == []  # no such process: no children, no error
