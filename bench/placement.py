@@ -16,7 +16,8 @@ with its default profile, and Koordinator's koord-scheduler (LoadAwareScheduling
 defaults) reading the NodeMetric objects the simulator writes for its pool (sandbox.nodemetric).
 Measures come from the simulator's true demand (its seeded functions, unclamped), never from
 what a scheduler saw: see `measure`. Results: bench/results/placement.json
-(`--quick`: placement-quick.json) and one PNG per scenario (bench.placement_plots).
+(`--quick`: placement-quick.json) and one PNG per scenario (bench.placement_plots). The `trace`
+scenario replays a production trace's VMs instead (bench.placement_trace, docs/trace.md).
 
 `--source metrics-server`: the watcher reads metrics-server (15 s resolution, scraping kwok's
 kubelets, which the simulator feeds the same seeded load) instead of Prometheus; results get a

@@ -21,7 +21,8 @@ of maxUnavailable 1 per Deployment); only the rebalancer differs:
   as the watcher polls and rates), the same CPU thresholds, its own anomaly count (5 rounds).
 
 Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
-80-90 %), stable (nothing changes: every eviction is a false one). Measures come from the
+80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
+trace's VMs as workloads: bench.rebalance_trace, docs/trace.md). Measures come from the
 simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
 pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
 rebalance-<scenario>.png (hottest node over time, eviction marks).
