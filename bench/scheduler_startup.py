@@ -11,7 +11,7 @@ every version named by `--source` is measured in turn, rotated, in one run (issu
   one start); `none`, every module compiled at every start (an empty prefix), as in an image
   without .pyc files.
 - start, with `--nodes N`: a fresh sandbox with N kwok nodes and no pods, then `--starts` starts
-  of each version as bench/scheduler_perf.py starts Ballast (bench.scheduler.start_ballast),
+  of each version as bench/scheduler_perf.py starts Ballast (bench.common.start_ballast),
   its CPU from /proc when /healthz answers, as scheduler_perf's `cpu_startup_s`; with
   `--kube-scheduler`, kube-scheduler v1.34 started as many times between them.
 
