@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import sys
 from collections import Counter
 from pathlib import Path
+
+from bench.provenance import write_result
 
 # (part, frame markers): a frame matches when it contains the marker ("function (file").
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -110,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             for frame, n in leaves(lines, part, 8):
                 print(f"    {n:7}  {frame}")
     if args.json:
-        doc = {"samples": total, "waiting_samples": waiting, "parts": shares}
-        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+        doc = {"stacks": str(args.stacks), "samples": total, "waiting_samples": waiting}
+        write_result(args.json, doc | {"parts": shares})
     return 0
 
 
