@@ -2,8 +2,8 @@
 raw binder and the pod creator, and the /proc readers for CPU and memory.
 
 `bench.scheduler`, `bench.scheduler_perf`, `bench.cache_scale`, `bench.scheduler_startup`,
-`bench.api_write_cost`, `bench.placement` and others build on this module; none of them
-imports another benchmark for its helpers.
+`bench.api_write_cost`, `bench.chaos`, `bench.profiles` and `bench.explain_cost` build on this
+module rather than on one another.
 """
 
 from __future__ import annotations
@@ -189,6 +189,9 @@ def child_pids(pid: int) -> list[int]:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:  # the process ended
         return []
+
+
+# -- sizes and summaries ------------------------------------------------------------------------
 
 
 def sized(args: argparse.Namespace, quick: dict[str, Any], full: dict[str, Any]) -> None:
