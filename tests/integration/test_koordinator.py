@@ -39,6 +39,8 @@ T = 10
 GI = 1024**3
 # A report every second of 3-second means: the figures follow the load within seconds.
 FAST = NodeMetricConfig(report_seconds=1, aggregate_seconds=3, durations=(6,))
+# A minute's means: a pod gone from the node would linger in them, were it still listed.
+MINUTE = NodeMetricConfig(report_seconds=1, aggregate_seconds=60, durations=(60,))
 STALE_SECONDS = 300  # beyond LoadAwareScheduling's default nodeMetricExpirationSeconds, 180
 ABNORMALITIES = 3
 LOW = {"cpu": 45, "memory": 55}  # Koordinator's example thresholds (config/manager)
@@ -59,10 +61,13 @@ def sim_config(background: dict[str, tuple[float, float]]) -> SimulatorConfig:
 
 @contextmanager
 def node_agent(
-    api: client.ApiClient, config: SimulatorConfig, nodes: list[str]
+    api: client.ApiClient,
+    config: SimulatorConfig,
+    nodes: list[str],
+    metrics: NodeMetricConfig = FAST,
 ) -> Iterator[NodeMetricWriter]:
     """The simulator writing NodeMetrics for `nodes` (and no other) every second."""
-    writer = NodeMetricWriter(api, FAST, include=set(nodes).__contains__)
+    writer = NodeMetricWriter(api, metrics, include=set(nodes).__contains__)
     sim = Simulator(api, None, config, on_tick=writer.observe).start()
     writer.start()
     try:
@@ -176,6 +181,12 @@ def uids(api: client.ApiClient, namespace: str, app: str) -> dict[str, str]:
     return {p.metadata.uid: p.metadata.name for p in listed.items}
 
 
+def listed_exactly(api: client.ApiClient, namespace: str, node: str) -> set[str] | None:
+    """The busy pods' names when the node's podsMetric lists exactly them, else None."""
+    running = set(uids(api, namespace, "busy").values())
+    return running if running and listed_pods(api, node) == running else None
+
+
 def test_koord_descheduler_evicts_from_the_hot_node_after_its_anomaly_count(
     sandbox, kube_api, kube_nodes, namespace, crds
 ):
@@ -205,7 +216,7 @@ def test_koord_descheduler_evicts_from_the_hot_node_after_its_anomaly_count(
     assert len(busy) == 3 and len(calm) == 1
     background = {names["hot"]: (20.0, 20.0), names["cool"]: (10.0, 20.0)}
     name = f"koord-descheduler-{namespace}"
-    with node_agent(kube_api, sim_config(background), list(names.values())):
+    with node_agent(kube_api, sim_config(background), list(names.values()), MINUTE):
         wait_for(
             lambda: cpu_percent(kube_api, names["hot"], 4000) > 90,
             timeout=30,
@@ -232,18 +243,18 @@ def test_koord_descheduler_evicts_from_the_hot_node_after_its_anomaly_count(
                 timeout=60,
                 what="an eviction from the hot node once the PDB is gone",
             )
-            gone = {busy[uid] for uid in evicted}
-            wait_for(
-                lambda: not gone & listed_pods(kube_api, names["hot"]),
-                timeout=30,
-                what="the evicted pod to leave the hot node's podsMetric",
-            )
-            assert listed_pods(kube_api, names["hot"]) <= set(
-                uids(kube_api, namespace, "busy").values()
-            )
-            policy_seen = node_metric(kube_api, names["hot"])["spec"]["metricCollectPolicy"]
         finally:
             stop_scheduler(sandbox, name)
+        # Evictions over, the hot node's report lists exactly its running pods: the evicted
+        # ones no more, their replacements (bound back to it) already.
+        running = wait_for(
+            lambda: listed_exactly(kube_api, namespace, names["hot"]),
+            timeout=20,  # well within the minute an evicted pod would linger
+            what="the hot node's podsMetric to list exactly its running pods",
+        )
+        policy_seen = node_metric(kube_api, names["hot"])["spec"]["metricCollectPolicy"]
+    gone = {busy[uid] for uid in evicted}
+    assert gone and not gone & running, (gone, running)
     assert any(busy[uid] in " ".join(refused) for uid in busy), refused
     assert quiet_rounds >= ABNORMALITIES, before[-2000:]
     assert uids(kube_api, namespace, "calm") == calm
