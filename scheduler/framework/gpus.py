@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,13 @@ class GpuLoads:
 
     def __len__(self) -> int:
         return len(self.by_node)
+
+    @cached_property
+    def mapped(self) -> bool:
+        """Whether dcgm-exporter's pod mapping shows pods on some GPU: then a GPU listing none
+        has none (a node's pods not listed yet are new), else nothing is known of who uses
+        what."""
+        return any(g.pods for gpus in self.by_node.values() for g in gpus)
 
 
 NO_GPUS = GpuLoads()

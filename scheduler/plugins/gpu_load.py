@@ -202,10 +202,10 @@ def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] 
     GPU pods the mapping does not show yet given GPUs as the device plugin would (a replica
     the GPU with the fewest pods, a whole GPU the first one without any; in the order they were
     put on the node).
-    None when the mapping says nothing here: off, or not one pod measured while pods are
-    placed (the node-level view then judges)."""
+    None when the mapping says nothing: off, or no pod listed on any GPU of the cluster yet
+    (the node-level view then judges)."""
     gpus = snap.gpus.live(node.name, snap.now)
-    if not gpus or any(g.pods is None for g in gpus):
+    if not gpus or not snap.gpus.mapped or any(g.pods is None for g in gpus):
         return None
     seen = {p for g in gpus for p in g.pods or ()}
     placed = {}
@@ -213,8 +213,6 @@ def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] 
         need = need_of(pod, args, snap.gpus)
         if need is not None:
             placed[pod.key] = (pod, need)
-    if placed and not seen:
-        return None
     views = []
     for g in gpus:
         # A pod the mapping shows may not use all it will yet (starting, growing): its need

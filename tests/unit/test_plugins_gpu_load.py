@@ -257,7 +257,7 @@ def test_with_the_pod_mapping_the_gpu_the_device_plugin_would_give_is_judged():
 def test_without_the_pod_mapping_the_node_level_view_judges():
     plugin = gpu_load.Plugin()
     placed = [(gpu_pod("a", memory="30Gi", resource=SHARED), "g")]
-    # pods seen on no GPU while one is placed: the mapping is off here
+    # no pod listed on any GPU of the cluster: the mapping is off (or nothing runs yet)
     s = snap([gpu_node("g")], {"g": (gpu("0", 80, 30, pods=()), gpu("1", 0, 0, pods=()))}, placed)
     assert gpu_load.predicted_gpus(s.nodes["g"], s, plugin.args) is None
     _, result = verdicts(plugin, gpu_pod("next", memory="16Gi", resource=SHARED), s)
@@ -271,3 +271,20 @@ def test_a_mapped_pod_still_starting_counts_at_its_need():
     s = snap([gpu_node("g")], {"g": (gpu("0", 5, 2, pods=("ns/a",)),)}, [(a, "g")])
     _, result = verdicts(plugin, gpu_pod("next", memory="16Gi", resource=SHARED), s)
     assert not result["g"].ok
+
+
+def test_a_node_whose_pods_are_not_listed_yet_is_judged_per_gpu_once_the_mapping_is_on():
+    plugin = gpu_load.Plugin()
+    placed = [(gpu_pod(f"new-{i}", memory="12Gi", resource=SHARED), "fresh") for i in range(3)]
+    measured = {
+        "other": (gpu("0", 10, 8, pods=("ns/old",)),),  # the mapping is on: it lists a pod
+        "fresh": (gpu("0", 0, 0, pods=()), gpu("1", 0, 0, pods=())),
+    }
+    s = snap([gpu_node("other"), gpu_node("fresh")], measured, placed)
+    views = gpu_load.predicted_gpus(s.nodes["fresh"], s, plugin.args)
+    # new-0 and new-2 on GPU 0, new-1 on GPU 1, as the device plugin spreads them
+    assert [(v.pods, v.used_mib) for v in views] == [(2, 24576.0), (1, 12288.0)]
+    _, result = verdicts(plugin, gpu_pod("next", memory="20Gi", resource=SHARED), s)
+    assert result["fresh"].ok  # GPU 1: 28 GiB free
+    _, result = verdicts(plugin, gpu_pod("next", memory="30Gi", resource=SHARED), s)
+    assert not result["fresh"].ok  # though the node has 44 GiB left
