@@ -59,7 +59,9 @@ def stale_mark(view: View, now: float, poll_interval: float) -> str | None:
     mark = f"data {age:.1f}s old"
     if not last.get("ok"):
         mark += f"; last poll failed: {last.get('error')}"
-    return mark[:512]  # a header, not a log: the error names every failed query
+    # A header, not a log: the error names every failed query, and quotes what a broken store
+    # answered (control bytes, U+FFFD), which no header may carry: gunicorn would answer 500.
+    return "".join(c if " " <= c <= "~" else "?" for c in mark[:512])
 
 
 def wedge_limit(poll_interval: float, provider_timeout: float) -> float:

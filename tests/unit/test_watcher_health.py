@@ -3,6 +3,8 @@ unless the poller's seat is held with no tick for too long."""
 
 from __future__ import annotations
 
+import re
+
 from watcher import health
 from watcher.views import View
 
@@ -50,6 +52,15 @@ def test_stale_mark_only_on_old_data_or_a_failed_poll():
     assert health.stale_mark(view(100.0), 100.0 + 2 * INTERVAL + 1, INTERVAL) == "data 11.0s old"
     mark = health.stale_mark(view(100.0, ok=False), 101.0, INTERVAL)
     assert mark == "data 1.0s old; last poll failed: cpu: refused"
+
+
+def test_stale_mark_is_a_valid_header_whatever_the_store_answered():
+    broken = view(100.0, ok=False)
+    broken.last_poll["error"] = "cpu: HTTP 200, not JSON: '\x00\x01\t\n\x7f\ufffd\xe9 tail'"
+    mark = health.stale_mark(broken, 101.0, INTERVAL)
+    # gunicorn's rule for a header value (RFC 9110 field-value), as it checks every answer
+    assert re.fullmatch(r"[ \t\x21-\x7e\x80-\xff]*", mark), mark
+    assert mark.endswith("not JSON: '??????? tail'")
 
 
 def test_liveness_judges_only_a_held_seat():
