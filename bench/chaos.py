@@ -29,6 +29,7 @@ Figures per fault in bench/results/chaos.json; docs/chaos.md explains them.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -785,6 +786,50 @@ def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
         chaos.stop()
 
 
+GAPS = (
+    ("max_seconds_without_leader", "s without a leading scheduler"),
+    ("max_seconds_without_poller", "s without a polling watcher"),
+    ("max_seconds_until_load_scores", "s until the leader scores by load again"),
+)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Per fault, the longest of each gap over its runs (bars), and what the invariants counted
+    (pods created, bound twice, lost) beside its name."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    faults = list(result["per_fault"])
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(faults) + 1.5))
+    height = 0.8 / len(GAPS)
+    for i, (key, label) in enumerate(GAPS):
+        ys = [k + (i - 1) * height for k in range(len(faults))]
+        values = [result["per_fault"][f].get(key) or 0.0 for f in faults]
+        ax.barh(ys, values, height, label=f"longest {label}")
+    names = []
+    for fault in faults:
+        row = result["per_fault"][fault]
+        names.append(
+            f"{fault} (x{row['episodes']}): {row['pods_created']} pods, "
+            f"{row['bound_twice']} twice, {row['lost']} lost"
+        )
+    ax.set_yticks(range(len(faults)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds")
+    totals = result["totals"]
+    ax.set_title(
+        f"Faults under load, {totals['pods_per_second']} pods/s: "
+        f"{'every invariant held' if totals['pass'] else 'an invariant FAILED'}"
+    )
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -801,7 +846,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", nargs="*", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--state-dir", default="", help="logs and state (default: a temp dir)")
     parser.add_argument("--out", type=Path, default=None, help="bench/results/chaos.json")
+    parser.add_argument(
+        "--plot", type=Path, default=None, metavar="JSON", help="only draw an earlier result"
+    )
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        plot(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
+        return 0
     given = {k: getattr(args, k) for k in ("rate", "repeats", "nodes", "gap")}
     cfg = replace(
         QUICK if args.quick else base,
@@ -811,7 +862,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.out = args.out or (RESULTS.with_name("chaos-quick.json") if args.quick else RESULTS)
     result = run_chaos(cfg)
-    write_result(args.out, result)
+    write_result(args.out, result)  # before the picture: a failing plot never loses a run
+    plot(result, args.out.with_suffix(".png"))
     print(render(result))
     print(f"results in {args.out}; logs in {result['state_dir']}")
     return 0 if result["totals"]["pass"] else 1
