@@ -5,7 +5,9 @@ simulator feeding a real Prometheus, the watcher and the scheduler; creates six 
 PodDisruptionBudget (sandbox.demo_workload), waits for each to become available through Ballast
 and prints where its replicas went; scales one up and shows the new replicas placed by load;
 prints each node's load over the window, staleness and winning score, and the FailedScheduling
-reason of the pod that fits nowhere. Then it stops everything it started.
+reason of the pod that fits nowhere. Then the rebalancer acts on the nodes left hot: in dry run
+first (what it would move, and why), then live (the hot node relieved, the replacement's node,
+the table after; sandbox.demo_rebalance). Then it stops everything it started.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sandbox import demo_workload as workload
 from sandbox.controlplane import ControlPlane, Ports
+from sandbox.demo_rebalance import Rebalancing
 from sandbox.demo_stack import Stack
 from sandbox.errors import SandboxError
 from sandbox.exporter import SyntheticExporter
@@ -49,7 +52,9 @@ WATCHER_ENV = {
     "BALLAST_POLL_JITTER": "0",
     "BALLAST_RATE_RANGE": "15s",
 }
-SIMULATOR = SimulatorConfig(seed=7, ramp_seconds=5.0, background=workload.BUSY_NODES)
+# The background's wobble at 5 % of itself (the simulator's default 10 % would swing busy
+# medium-2 by 7 points a minute, across the rebalancer's high threshold with no pod at all).
+SIMULATOR = SimulatorConfig(seed=7, ramp_seconds=5.0, background=workload.BUSY_NODES, wobble=0.05)
 METRICS = "ballast_scheduler"  # the scheduler's metric name prefix
 SCORE_IN_NOTE = re.compile(r"score (\d+)")
 
@@ -139,6 +144,8 @@ class Demo:
         self.watcher_url = ""
         self.scheduler_url = ""
         self.bound_seconds = 0.0
+        self.scheduler_config: dict = {}
+        self.rebalancing: Rebalancing | None = None
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
@@ -183,7 +190,7 @@ class Demo:
         say(f"    {self.watcher_url} ({time.monotonic() - t:.1f} s)")
 
         t = step("starting the scheduler (profile `ballast`, TargetLoadPacking x3, a Lease)")
-        config = {
+        self.scheduler_config = config = {
             "watcherAddress": self.watcher_url,
             "leaderElection": {"leaderElect": True, "resourceNamespace": "kube-system"},
             "profiles": [
@@ -264,7 +271,47 @@ class Demo:
         time.sleep(SETTLE_SECONDS)
         self.scale_up()
         self.show_profiles()
+        self.show_table()
+        self.rebalance()
         return self.report()
+
+    def rebalance(self) -> None:
+        """The rebalancer on the nodes the placement left hot: dry run, then live."""
+        kubeconfig = self.plane.kubeconfig
+
+        def start(name: str, config: dict) -> str:
+            return self.stack.start_rebalancer(name, config, kubeconfig, dict(os.environ))
+
+        self.rebalancing = Rebalancing(
+            start,
+            lambda name: self.stack.stop(only=name),
+            self._bound_apps,
+            self._cpu_now,
+            self._wait,
+            self.scheduler_config,
+            say,
+        )
+        self.rebalancing.run()
+        say("\nthe nodes after:")
+        self.show_table(legend=False)
+
+    def _bound_apps(self) -> dict[str, tuple[str, str]]:
+        """Pod name -> (its app label, its node or "") of the pods not being deleted."""
+        out = {}
+        for p in self._pods():
+            if p.metadata.deletion_timestamp is None:
+                app = (p.metadata.labels or {}).get(workload.GROUP_LABEL, "")
+                out[p.metadata.name] = (app, p.spec.node_name or "")
+        return out
+
+    def _cpu_now(self) -> dict[str, float]:
+        nodes = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
+        out = {}
+        for name, load in nodes.items():
+            latest = ((load.get("metrics") or {}).get("cpu") or {}).get("latest")
+            if isinstance(latest, (int, float)):
+                out[name] = float(latest)
+        return out
 
     def _wait_available(self, name: str, replicas: int) -> None:
         apps = client.AppsV1Api(self.api)
@@ -400,7 +447,7 @@ class Demo:
             say("from these once a revision has 10 samples, from requests before):")
             say(render_workloads(doc))
 
-    def report(self) -> bool:
+    def show_table(self, legend: bool = True) -> None:
         pods = self._pods()
         nodes_doc = requests.get(f"{self.watcher_url}/api/v1/nodes", timeout=5).json()["nodes"]
         where = {p.metadata.name: p.spec.node_name for p in pods}
@@ -414,11 +461,16 @@ class Demo:
         per_node = Counter(p.spec.node_name for p in pods if p.spec.node_name)
         say()
         say(render_table(workload.NODES, per_node, nodes_doc, won))
+        if not legend:
+            return
         say(
             "CPU/MEM: the watcher's window; STATE: freshness and data age; WON: the winning "
             "scores of the pods placed there\n(0 when every node was past 100 % predicted use, "
             "as after a burst of pods without requests: then the tie is broken at random)"
         )
+
+    def report(self) -> bool:
+        pods = self._pods()
         ballast_pods = [p for p in pods if p.spec.scheduler_name == workload.SCHEDULER_NAME]
         placed = [p for p in ballast_pods if p.spec.node_name]
         unplaced = [p.metadata.name for p in ballast_pods if not p.spec.node_name]
@@ -447,7 +499,10 @@ class Demo:
         say(f"  nodes scored from allocation instead of load data: {fallbacks:.0f} times")
         busy = ", ".join(f"{n} {c:.0f}%" for n, (c, _) in workload.BUSY_NODES.items())
         say(f"  busy before the workload (background CPU): {busy}")
-        ok = expected and all(not p.spec.node_name for p in others)
+        loop = self.rebalancing is not None and self.rebalancing.closed()
+        if self.rebalancing is not None:
+            say(self.rebalancing.summary())
+        ok = expected and all(not p.spec.node_name for p in others) and loop
         verdict = "OK" if ok else f"UNEXPECTED placement, see the logs in {self.state}"
         say(f"  result: {verdict}")
         return ok

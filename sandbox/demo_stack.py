@@ -1,4 +1,5 @@
-"""The processes `ballast demo` runs next to the sandbox: Redis, Prometheus, watcher, scheduler.
+"""The processes `ballast demo` runs next to the sandbox: Redis, Prometheus, watcher, scheduler,
+rebalancer.
 
 Each is a real process on a free loopback port with its log in the demo's state folder, started
 through sandbox.processes so that stopping reaches its whole process group and nothing else.
@@ -81,15 +82,16 @@ class Stack:
         )
         return url
 
-    def stop(self) -> list[str]:
+    def stop(self, only: str | None = None) -> list[str]:
+        """Stops every service started (or the one named `only`); the names stopped."""
         recs = {r.name: r for r in processes.recorded(self.pid_dir)}
         stopped = []
-        for name in reversed(self.started):
+        for name in [n for n in reversed(self.started) if only in (None, n)]:
             started = time.monotonic()
             if name in recs and processes.stop(recs[name], STOP_TIMEOUT):
                 took = time.monotonic() - started
                 stopped.append(name if took < 2 else f"{name} ({took:.0f} s)")
-        self.started.clear()
+            self.started.remove(name)
         return stopped
 
     # -- the services ---------------------------------------------------------------------
@@ -161,21 +163,23 @@ class Stack:
         return self.spawn_http("watcher", argv, "/healthz", env)
 
     def start_scheduler(self, config: dict, kubeconfig: Path, env: dict[str, str]) -> str:
-        port = self.ports["scheduler"] = processes.free_port()
-        path = self.dir / "scheduler.yaml"
+        return self._start_ballast("scheduler", "scheduler", config, kubeconfig, env)
+
+    def start_rebalancer(
+        self, name: str, config: dict, kubeconfig: Path, env: dict[str, str]
+    ) -> str:
+        """`ballast rebalancer` with `config` (the scheduler's file plus `rebalancer:`), ready
+        once its cache has synced and its loop runs."""
+        return self._start_ballast(name, "rebalancer", config, kubeconfig, env)
+
+    def _start_ballast(
+        self, name: str, command: str, config: dict, kubeconfig: Path, env: dict[str, str]
+    ) -> str:
+        port = self.ports[name] = processes.free_port()
+        path = self.dir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        argv = [
-            sys.executable,
-            "-m",
-            "ballast.cli",
-            "scheduler",
-            "--config",
-            str(path),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--metrics-listen",
-            f"127.0.0.1:{port}",
-            "--watcher-interval",
-            "2",
-        ]
-        return self.spawn_http("scheduler", argv, "/healthz", env)
+        listen = "--metrics-listen" if command == "scheduler" else "--listen"
+        argv = [sys.executable, "-m", "ballast.cli", command, "--config", str(path)]
+        argv += ["--kubeconfig", str(kubeconfig), listen, f"127.0.0.1:{port}"]
+        argv += ["--watcher-interval", "2"]
+        return self.spawn_http(name, argv, "/healthz", env)

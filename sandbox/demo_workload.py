@@ -15,6 +15,7 @@ from sandbox.nodes import NodeSpec
 SCHEDULER_NAME = "ballast"
 NAMESPACE = "demo"
 GROUP_LABEL = "app"
+OPT_OUT = "ballast.dev/rebalance"  # "false" on a pod template: the rebalancer never moves it
 
 NODES = [
     NodeSpec("small-1", cpu="2", memory="4Gi"),
@@ -28,7 +29,7 @@ NODES = [
 ]
 # Background load (CPU %, memory %) that makes some nodes busy before any pod lands; the
 # others draw theirs from the simulator's seeded range.
-BUSY_NODES = {"medium-2": (75.0, 40.0), "large-2": (55.0, 30.0)}
+BUSY_NODES = {"medium-2": (70.0, 40.0), "large-2": (55.0, 30.0)}
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Group:
     memory: str | None
     scheduler: str | None = SCHEDULER_NAME  # None: the default scheduler
     note: str = ""
+    stays: bool = False  # opted out of rebalancing: the rebalancer never moves its pods
 
     def deployment(self, namespace: str = NAMESPACE) -> dict:
         return deployment_body(self, namespace)
@@ -50,7 +52,7 @@ GROUPS = [
     Group("web", 12, "500m", "512Mi", note="requests 500m / 512Mi"),
     Group("api", 8, "1", "1Gi", note="requests 1 CPU / 1Gi"),
     Group("cache", 6, "250m", "2Gi", note="requests 250m / 2Gi"),
-    Group("batch", 10, None, None, note="no requests (BestEffort)"),
+    Group("batch", 10, None, None, note="no requests (BestEffort), never rebalanced", stays=True),
     Group("legacy", 3, "100m", "128Mi", scheduler=None, note="no schedulerName"),
     Group("huge", 1, "64", "8Gi", note="requests 64 CPUs: fits nowhere"),
 ]
@@ -70,6 +72,10 @@ def deployment_body(group: Group, namespace: str = NAMESPACE) -> dict:
     if group.scheduler:
         spec["schedulerName"] = group.scheduler
     labels = {GROUP_LABEL: group.name}
+    template: dict = {"metadata": {"labels": labels}, "spec": spec}
+    if group.stays:
+        # The rebalancer's opt-out (docs/rebalancer.md): work that would lose its progress.
+        template["metadata"]["annotations"] = {OPT_OUT: "false"}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -77,7 +83,7 @@ def deployment_body(group: Group, namespace: str = NAMESPACE) -> dict:
         "spec": {
             "replicas": group.replicas,
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
+            "template": template,
         },
     }
 

@@ -1,13 +1,16 @@
 """`ballast demo` end to end, as `make demo` runs it: Deployments available through Ballast, the
-PDB's status, the scale-up, the table, exit 0, nothing left behind."""
+PDB's status, the scale-up, the table, the rebalancer's loop (a dry-run report, then a live
+eviction that relieves the hot node, its replacement elsewhere), exit 0, nothing left behind."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from sandbox import demo_workload as workload
+from sandbox.demo_rebalance import HIGH
 
 
 def running_from(state: Path) -> list[str]:
@@ -31,7 +34,7 @@ def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
         [sys.executable, "-m", "ballast.cli", "demo", "--state-dir", str(state)],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=360,
     )
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-2000:]
@@ -55,9 +58,47 @@ def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
     assert f"scaled {name} from {scaled.replicas} to {scaled.replicas + extra}" in out
     scale = out[out.index(f"scaled {name} from") :].splitlines()[1 : 1 + len(workload.NODES)]
     assert sum(int(line.split()[-1]) for line in scale if "+" in line) == extra
+    assert_the_rebalancer_closed_the_loop(out)
     assert 'FailedScheduling "0/8 nodes are available' in out
     assert "Insufficient cpu" in out
     stopped = next(line for line in out.splitlines() if line.startswith("stopped: "))
     for name in ("scheduler", "watcher", "prometheus", "redis", "simulator", "etcd"):
         assert name in stopped
     assert running_from(state) == []
+
+
+MOVE = re.compile(r"^    (would evict|evicted) (\S+) off (\S+) \((\S+)\): (.*)$")
+REPLACED = re.compile(r"^    (\S+)'s replacement (\S+): .* bound by Ballast on (\S+)")
+RELIEVED = re.compile(r"^    (\S+): CPU ([\d.]+) % at the eviction -> ([\d.]+) % .*, relieved, ")
+
+
+def assert_the_rebalancer_closed_the_loop(out: str) -> None:
+    lines = out.splitlines()
+    dry = lines.index(next(x for x in lines if x.startswith("==> the rebalancer in dry run")))
+    live = lines.index(next(x for x in lines if x.startswith("==> going live")))
+    assert dry < live
+    held = [m.groups() for m in map(MOVE.match, lines[dry:live]) if m]
+    assert held and all(verb == "would evict" and why == "dry-run" for verb, *_, why, _ in held)
+    for _, pod, node, _, detail in held:  # why: the node's numbers, the pod's share, a target
+        assert f"{node} cpu " in detail and f"> high {HIGH:.1f}%" in detail, detail
+        assert f"{pod} predicted " in detail and "; fits " in detail, detail
+    assert "evicted nothing" in out[out.index("==> the rebalancer in dry run") :]
+    after = lines[live:]
+    evicted = [m.groups() for m in map(MOVE.match, after) if m]
+    assert evicted and all(verb == "evicted" and why == "cpu-hot" for verb, *_, why, _ in evicted)
+    sources = {node for _, _, node, _, _ in evicted}
+    # A hot node of the dry run was one the live run relieved (which pods, and whether a node
+    # near high is hot, may change in the seconds between them).
+    assert sources & {node for _, _, node, _, _ in held}, (held, evicted)
+    replaced = {m.group(1): m.group(3) for m in map(REPLACED.match, after) if m}
+    assert set(replaced) == {pod for _, pod, *_ in evicted}
+    for _, pod, node, _, _ in evicted:
+        assert replaced[pod] != node, f"{pod}'s replacement went back to {node}"
+    relieved = {
+        m.group(1): (float(m.group(2)), float(m.group(3))) for m in map(RELIEVED.match, after) if m
+    }
+    assert set(relieved) == sources
+    for was, now in relieved.values():
+        assert was > HIGH > now
+    assert "the nodes after:" in out
+    assert "(back on the node it left!)" not in out
