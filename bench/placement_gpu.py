@@ -246,11 +246,13 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
         "hottest_gpu": "hottest GPU (% of one GPU's compute)",
         "gpus_over_95_memory": "GPUs over 95 % memory",
         "pods_not_started": "pods whose GPU memory did not fit",
+        "pending": "pods left pending (fit nowhere)",
     }
-    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.6))
+    fig, axes = plt.subplots(1, len(titles), figsize=(3.6 * len(titles), 3.6))
     for ax, (measure_name, title) in zip(axes, titles.items(), strict=True):
         values = [summary[c][measure_name] for c in names]
         ax.bar(range(len(names)), values, color=["#2f6fb0", "#999999", "#d08a2c"][: len(names)])
+        ax.margins(y=0.12)
         ax.set_xticks(range(len(names)), names, rotation=15)
         ax.set_title(title, fontsize=10)
         for i, v in enumerate(values):

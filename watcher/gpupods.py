@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from watcher.nodenames import NodeNamer
+from watcher.validate import node_of
 
 GpuKey = tuple[str, str]  # (node, GPU index)
 PodKey = tuple[str, str]  # (namespace, pod)
@@ -40,12 +41,9 @@ def parse_pods(
         if not all(isinstance(v, str) and v for v in (namespace, pod, index)):
             rejected["no_pod_label"] += 1
             continue
-        if not isinstance(raw_node, str) or not raw_node:
-            rejected["no_node_label"] += 1
-            continue
-        node = namer.name(raw_node)
+        node, reason = node_of(raw_node, namer)
         if node is None:
-            rejected["unknown_node"] += 1
+            rejected[reason or "unknown_node"] += 1
             continue
         out.setdefault((node, index), set()).add((namespace, pod))
     return out, rejected

@@ -32,7 +32,7 @@ from watcher.gpupods import GpuProfiles, parse_pods, pod_shares
 from watcher.nodenames import NodeNamer
 from watcher.staleness import horizon, state, worst
 from watcher.stats import summarize
-from watcher.validate import check_value
+from watcher.validate import check_value, node_of
 from watcher.window import Frame, Window
 
 log = logging.getLogger(__name__)
@@ -74,15 +74,12 @@ def parse(
         except (KeyError, IndexError, TypeError, AttributeError):
             rejected["malformed"] += 1
             continue
-        if not isinstance(raw_node, str) or not raw_node:
-            rejected["no_node_label"] += 1
-            continue
         if not isinstance(index, str) or not index:
             rejected["no_gpu_label"] += 1
             continue
-        node = namer.name(raw_node)
+        node, reason = node_of(raw_node, namer)
         if node is None:
-            rejected["unknown_node"] += 1
+            rejected[reason or "unknown_node"] += 1
             continue
         value, reason = check_value(raw, percent)
         if reason is not None:

@@ -45,6 +45,15 @@ def check_value(raw: Any, percent: bool) -> tuple[float | None, str | None]:
     return value, None
 
 
+def node_of(raw: Any, namer: NodeNamer) -> tuple[str | None, str | None]:
+    """(Kubernetes node name, None) for a raw label value, else (None, why): `no_node_label`
+    or `unknown_node`."""
+    if not isinstance(raw, str) or not raw:
+        return None, "no_node_label"
+    node = namer.name(raw)
+    return (node, None) if node is not None else (None, "unknown_node")
+
+
 def validate(
     series: list[tuple[str | None, Any]], percent: bool, namer: NodeNamer
 ) -> tuple[dict[str, float], Counter[str]]:
@@ -56,12 +65,9 @@ def validate(
     duplicates: Counter[str] = Counter()  # node -> how many of its series were dropped
     rejected: Counter[str] = Counter()
     for raw_node, raw_value in series:
-        if not isinstance(raw_node, str) or not raw_node:
-            rejected["no_node_label"] += 1
-            continue
-        node = namer.name(raw_node)
+        node, reason = node_of(raw_node, namer)
         if node is None:
-            rejected["unknown_node"] += 1
+            rejected[reason or "unknown_node"] += 1
             continue
         value, reason = check_value(raw_value, percent)
         if reason is not None:

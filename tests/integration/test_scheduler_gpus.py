@@ -7,12 +7,8 @@ Four nodes with one GPU each (4 replicas): "busy" (90 %, 10,960 MiB free), "idle
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 import requests
 
-from sandbox.dcgm import DcgmSeries
 from sandbox.gpusim import MEMORY_ANNOTATION, SHARED
 from sandbox.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
@@ -33,16 +29,6 @@ PROFILE = {
         "score": {"enabled": [{"name": "GpuLoad", "weight": 5}], "disabled": [{"name": "*"}]},
     },
 }
-
-
-@pytest.fixture
-def dcgm(exporter) -> Iterator[DcgmSeries]:
-    series = DcgmSeries()
-    exporter.renderers.append(series.render)
-    try:
-        yield series
-    finally:
-        exporter.renderers.remove(series.render)
 
 
 def gpu_pod(name: str, memory: str, selector: dict[str, str]) -> dict:

@@ -5,24 +5,10 @@ watcher into a real Redis, served at /api/v1/gpus."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-
-from sandbox.dcgm import DcgmSeries, gpu_uuid
+from sandbox.dcgm import gpu_uuid
 from tests.fixtures.ports import wait_for
 from tests.integration.test_dashboard import chromium
-
-
-@pytest.fixture
-def dcgm(exporter) -> Iterator[DcgmSeries]:
-    """GPU series on the session's exporter for this test's nodes, taken off afterwards."""
-    series = DcgmSeries()
-    exporter.renderers.append(series.render)
-    try:
-        yield series
-    finally:
-        exporter.renderers.remove(series.render)
 
 
 def test_gpu_windows_from_dcgm_series(exporter, prometheus, dcgm, redis_server, make_watcher):
