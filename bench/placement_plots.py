@@ -22,6 +22,7 @@ COLORS = {
     "trimaran-lvrb": "#e9a3c9",
     "kube-scheduler": "#4575b4",
     "koordinator": "#e08214",
+    "koordinator-agg": "#fdb863",
 }
 
 
