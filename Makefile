@@ -109,6 +109,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
 	touch $@
 
+# Koordinator's koord-scheduler is built into .cache/ on first use (a contender since issue 34).
 # BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45);
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
@@ -125,8 +126,9 @@ bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
 bench-profiles: deps $(VENV)/.bench-installed
 	$(PY) -m bench.profiles $(BENCH_ARGS)
 
-# Rebalancers side by side (none, Ballast's, upstream descheduler) on drift, hot-start and
-# stable; builds the descheduler into .cache/ on first use. BENCH_ARGS="--seeds 1" for one seed.
+# Rebalancers side by side (none, Ballast's, upstream descheduler, koord-descheduler) on drift,
+# hot-start and stable; builds the descheduler and Koordinator into .cache/ on first use.
+# BENCH_ARGS="--seeds 1" for one seed.
 bench-rebalance: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance $(BENCH_ARGS)
 
