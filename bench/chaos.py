@@ -61,7 +61,7 @@ from bench.chaos_check import (
     seconds_without,
     seconds_without_writes,
 )
-from bench.common import child_pids
+from bench.common import child_pids, new_figure, save
 from bench.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from bench.provenance import write_result
 from sandbox import processes
@@ -799,13 +799,8 @@ GAPS = (
 def plot(result: dict[str, Any], path: Path) -> None:
     """Per fault, the longest of each gap over its runs (bars), and what the invariants counted
     (pods created, bound twice, lost) beside its name."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
     faults = list(result["per_fault"])
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(faults) + 1.5))
+    fig, ax = new_figure(10, 0.45 * len(faults) + 1.5)
     height = 0.8 / len(GAPS)
     for i, (key, label) in enumerate(GAPS):
         ys = [k + (i - 1) * height for k in range(len(faults))]
@@ -827,10 +822,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         f"Faults under load, {totals['pods_per_second']} pods/s: "
         f"{'every invariant held' if totals['pass'] else 'an invariant FAILED'}"
     )
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, "lower right")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -202,6 +202,27 @@ def sized(args: argparse.Namespace, quick: dict[str, Any], full: dict[str, Any])
             setattr(args, key, value)
 
 
+def new_figure(width: float, height: float) -> tuple[Any, Any]:
+    """A matplotlib figure and its axes, drawn to files only (the `bench` extra brings
+    matplotlib; it is imported here so that a benchmark imports it only to draw)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def save(fig: Any, path: Path, legend: str = "best") -> None:
+    """The figure's legend placed, then the figure written to `path` and closed."""
+    import matplotlib.pyplot as plt
+
+    fig.axes[0].legend(fontsize=8, loc=legend)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def spread(values: list[float]) -> dict[str, float]:
     """Median, min and max of a figure over rounds or seeds."""
     return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}

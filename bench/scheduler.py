@@ -59,8 +59,10 @@ from bench.common import (
     machine_cpu_seconds,
     make_nodes,
     ms_per_pod_by_thread,
+    new_figure,
     pod_body,
     sandbox_cpu_seconds,
+    save,
     spread,
     start_ballast,
     start_kube_scheduler,
@@ -501,11 +503,6 @@ def plot_budget(report: dict[str, Any], path: Path) -> None:
     """The backlog phase per round and contender: each process's CPU per pod bound, stacked
     (the machine's whole cost of a pod), with the contender's pods/s on top. On a machine
     whose cores are all busy, a contender's pods/s is the cores over that stack."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
     bars = []
     for k, results in enumerate(report["per_round"]):
         for name, result in results.items():
@@ -515,7 +512,7 @@ def plot_budget(report: dict[str, Any], path: Path) -> None:
                 bars.append((f"r{k + 1}\n{name}", spent, backlog["pods_per_second"]))
     if not bars:
         return
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = new_figure(11, 5)
     xs = range(len(bars))
     bottom = [0.0] * len(bars)
     for part in BUDGET_PARTS:
@@ -531,10 +528,7 @@ def plot_budget(report: dict[str, Any], path: Path) -> None:
         f"Backlog of {report['pods']} pods on {report['nodes']} nodes, "
         f"{report.get('cpus')} cores all busy: where each pod's CPU went, by process"
     )
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, "upper right")
 
 
 def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[str, Any]) -> None:

@@ -64,6 +64,8 @@ from bench.common import (
     T,
     compile_ballast,
     ms_per_pod_by_thread,
+    new_figure,
+    save,
     spy_on,
     start_ballast,
     start_kube_scheduler,
@@ -720,11 +722,6 @@ def ratios(medians: dict[str, Any]) -> dict[str, Any]:
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
     cases = [w["case"] for w in report["workloads"]]
     figures = [
         ("pods_per_second", "pods/s"),
@@ -732,7 +729,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ("latency_p99_s", "p99 latency"),
         ("rss_peak_mb", "peak RSS"),
     ]
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = new_figure(11, 5)
     width = 0.2
     for i, (figure, label) in enumerate(figures):
         values = [w["ratios"].get(figure, {}).get("ratio", 0.0) for w in report["workloads"]]
@@ -746,10 +743,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
         f"scheduler_perf shapes ({report['size']}), Ballast over kube-scheduler v1.34: "
         "pods/s higher is better, the rest lower"
     )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
