@@ -61,7 +61,7 @@ from bench.chaos_check import (
     seconds_without,
     seconds_without_writes,
 )
-from bench.common import child_pids, new_figure, save
+from bench.common import child_pids, new_figure, redraw_option, save
 from bench.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from bench.provenance import write_result
 from sandbox import processes
@@ -841,9 +841,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", nargs="*", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--state-dir", default="", help="logs and state (default: a temp dir)")
     parser.add_argument("--out", type=Path, default=None, help="bench/results/chaos.json")
-    parser.add_argument(
-        "--plot", type=Path, default=None, metavar="JSON", help="only draw an earlier result"
-    )
+    redraw_option(parser, "--plot", "only draw an earlier result")
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))

@@ -202,6 +202,11 @@ def sized(args: argparse.Namespace, quick: dict[str, Any], full: dict[str, Any])
             setattr(args, key, value)
 
 
+def redraw_option(parser: argparse.ArgumentParser, flag: str, what: str) -> None:
+    """An option naming an earlier result (JSON) to draw again instead of running."""
+    parser.add_argument(flag, type=Path, default=None, metavar="JSON", help=what)
+
+
 def new_figure(width: float, height: float) -> tuple[Any, Any]:
     """A matplotlib figure and its axes, drawn to files only (the `bench` extra brings
     matplotlib; it is imported here so that a benchmark imports it only to draw)."""

@@ -61,8 +61,10 @@ from bench.common import (
     ms_per_pod_by_thread,
     new_figure,
     pod_body,
+    redraw_option,
     sandbox_cpu_seconds,
     save,
+    sized,
     spread,
     start_ballast,
     start_kube_scheduler,
@@ -389,13 +391,13 @@ def default_name(workload: str, nodes: int, quick: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--nodes", type=int, default=None, help="default 1,000")
+    parser.add_argument("--pods", type=int, default=None, help="per phase, default 2,000")
     parser.add_argument(
         "--only", nargs="*", default=["raw-bind", "ballast", "kube-scheduler"], help="contenders"
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds; the order rotates each round"
+        "--rounds", type=int, default=None, help="default 3; the order rotates each round"
     )
     parser.add_argument(
         "--workload",
@@ -423,22 +425,16 @@ def main(argv: list[str] | None = None) -> int:
         help="run Ballast under py-spy (pip install py-spy): stacks per round in "
         "bench/results/profile-<workload>-<nodes>-r<round>.txt, split by bench.profile_split",
     )
-    parser.add_argument(
-        "--plot",
-        type=Path,
-        default=None,
-        metavar="JSON",
-        help="only draw the backlog's CPU budget of an earlier run's JSON (beside it, .png)",
-    )
+    redraw_option(parser, "--plot", "only draw the backlog's CPU budget of a result (beside it)")
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot_budget(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
         return 0
-    if args.quick:
-        given = set(argv if argv is not None else sys.argv[1:])
-        args.nodes = args.nodes if "--nodes" in given else QUICK_NODES
-        args.pods = args.pods if "--pods" in given else QUICK_PODS
-        args.rounds = args.rounds if "--rounds" in given else 1
+    sized(
+        args,
+        {"nodes": QUICK_NODES, "pods": QUICK_PODS, "rounds": 1},
+        {"nodes": 1000, "pods": 2000, "rounds": 3},
+    )
     if args.out is None:
         args.out = RESULTS_DIR / default_name(args.workload, args.nodes, args.quick)
     urllib3.disable_warnings()

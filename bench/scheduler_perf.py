@@ -65,6 +65,7 @@ from bench.common import (
     compile_ballast,
     ms_per_pod_by_thread,
     new_figure,
+    redraw_option,
     save,
     spy_on,
     start_ballast,
@@ -826,13 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         "source, PYTHONDONTWRITEBYTECODE=1) instead of from bytecode compiled beforehand, as "
         "its image ships it; runs before 2026-11-26 were from source",
     )
-    parser.add_argument(
-        "--table",
-        type=Path,
-        default=None,
-        metavar="JSON",
-        help="print the markdown table of a results file and redraw its plot; runs nothing",
-    )
+    redraw_option(parser, "--table", "print a result's markdown table, draw its plot; run nothing")
     args = parser.parse_args(argv)
     if args.table is not None:
         report = json.loads(args.table.read_text())

@@ -3,6 +3,7 @@ readers and the spread of a figure over rounds."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -51,3 +52,21 @@ def test_proc_readers_read_this_process_and_its_child() -> None:
     finally:
         child.communicate(b"")
     assert common.child_pids(2**22 + 1) == []  # no such process: no children, no error
+
+
+def test_sized_fills_only_what_the_command_line_left_unset() -> None:
+    args = argparse.Namespace(quick=True, nodes=None, pods=50)
+    common.sized(args, {"nodes": 200, "pods": 500}, {"nodes": 1000, "pods": 2000})
+    assert (args.nodes, args.pods) == (200, 50)
+    args = argparse.Namespace(quick=False, nodes=None, pods=None)
+    common.sized(args, {"nodes": 200, "pods": 500}, {"nodes": 1000, "pods": 2000})
+    assert (args.nodes, args.pods) == (1000, 2000)
+
+
+def test_a_quick_scheduler_run_never_writes_the_result_the_docs_quote() -> None:
+    from bench.scheduler import default_name
+
+    assert default_name("plain", 1000) == "scheduler.json"
+    assert default_name("plain", 1000, quick=True) == "scheduler-quick.json"
+    assert default_name("spread", 5000) == "scheduler-spread-5000.json"
+    assert default_name("spread", 1000, quick=True) == "scheduler-spread-quick.json"
