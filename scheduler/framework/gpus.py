@@ -39,6 +39,10 @@ class GpuLoads:
         """The node's GPUs with data not yet expired at `now` (fresh or stale)."""
         return tuple(g for g in self.by_node.get(node, ()) if now - g.last <= self.expiry)
 
+    def stale(self, node: str, now: float) -> bool:
+        """Whether some GPU of the node is past its freshness horizon (expired or not)."""
+        return any(now - g.last > g.horizon for g in self.by_node.get(node, ()))
+
     def __len__(self) -> int:
         return len(self.by_node)
 

@@ -19,8 +19,8 @@ memory and busy compute are the larger of the measured sums and its GPU pods' ne
 
 - Filter: a node is refused when the GPU the pod would get lacks its memory (node-level: no
   GPU has it free, or the node's memory left is less): "node(s) had no GPU with N MiB free".
-  A node without GPU data (none reported, or expired) passes: counts only, as
-  kube-scheduler; metrics never make a pod unschedulable.
+  A node without fresh GPU data (none reported, or a GPU past its freshness horizon) passes:
+  counts only, as kube-scheduler; metrics never make a pod unschedulable.
 - Score: the mean of idle compute (100 - busy %) and memory left after the pod (percent of the
   framebuffer), on the GPU(s) the pod would get (node-level: over the node), weighted by
   `utilWeight` and `memoryWeight`. A node without GPU data gets the mean score of the nodes
@@ -256,8 +256,8 @@ class Plugin:
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
         need = state[_KEY] if _KEY in state else need_of(pod, self.args, snap.gpus)
-        if need is None or need.memory_mib <= 0:
-            return Status.success()
+        if need is None or need.memory_mib <= 0 or snap.gpus.stale(node.name, snap.now):
+            return Status.success()  # refused on fresh figures only: stale ones, counts only
         views = predicted_gpus(node, snap, self.args)
         if views is not None:
             given = assign(views, need)

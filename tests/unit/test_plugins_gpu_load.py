@@ -288,3 +288,14 @@ def test_a_node_whose_pods_are_not_listed_yet_is_judged_per_gpu_once_the_mapping
     assert result["fresh"].ok  # GPU 1: 28 GiB free
     _, result = verdicts(plugin, gpu_pod("next", memory="30Gi", resource=SHARED), s)
     assert not result["fresh"].ok  # though the node has 44 GiB left
+
+
+def test_stale_gpu_figures_never_refuse_a_node():
+    plugin = gpu_load.Plugin()
+    fresh = gpu("0", 10, 39, age=1.0)  # 1 GiB free, horizon 30 s
+    stale = gpu("0", 10, 39, age=60.0)  # the same, a minute old: past its horizon
+    s = snap([gpu_node("fresh"), gpu_node("stale")], {"fresh": (fresh,), "stale": (stale,)})
+    _, result = verdicts(plugin, gpu_pod("p", memory="8Gi"), s)
+    assert not result["fresh"].ok and result["stale"].ok
+    scores, _ = score(plugin, gpu_pod("p", memory="8Gi"), s)
+    assert scores["stale"] == scores["fresh"]  # still read for the score
