@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
 
 all: test
 
@@ -131,6 +131,12 @@ bench-profiles: deps $(VENV)/.bench-installed
 # BENCH_ARGS="--seeds 1" for one seed.
 bench-rebalance: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance $(BENCH_ARGS)
+
+# Issue 33's closed-loop drift check of the rebalancer with its default settings (about 12
+# minutes, so not in `make test`): one node's background rises to 90 %; exits 1 when a criterion
+# fails; bench/results/drift-check.json.
+bench-drift-check: sandbox-build $(VENV)/.bench-installed
+	$(PY) -m bench.drift_check $(BENCH_ARGS)
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.
