@@ -132,7 +132,7 @@ bench-profiles: deps $(VENV)/.bench-installed
 bench-rebalance: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance $(BENCH_ARGS)
 
-# Issue 33's closed-loop drift check of the rebalancer with its default settings (about 12
+# Issue 33's closed-loop drift check of the rebalancer with its default settings (about 10
 # minutes, so not in `make test`): one node's background rises to 90 %; exits 1 when a criterion
 # fails; bench/results/drift-check.json.
 bench-drift-check: sandbox-build $(VENV)/.bench-installed

@@ -16,7 +16,7 @@ maxUnavailable 1, except w0: BestEffort (the first a rebalancer tries), its PDB 
 chart's is not): avg of the window, high 80, low 50, 3 fresh observations, 10 s rounds, one
 eviction per node and round, the node resting a window after it. Measures come from the
 simulator's true demand, sampled every second, and the pods, listed every second. Takes about
-12 minutes; result: bench/results/drift-check.json.
+10 minutes; result: bench/results/drift-check.json.
 """
 
 from __future__ import annotations
