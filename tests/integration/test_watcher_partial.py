@@ -18,9 +18,11 @@ from scheduler.rebalancer.settings import ResourceRule
 from shared import wire
 from tests.fixtures.ports import wait_for
 from tests.fixtures.thanos import Shard, start_sidecar, thanos_querier, thanos_sidecar
+from tests.fixtures.watcher import TEST_SETTINGS
 from tests.integration.store_support import Front
 from tests.integration.test_dashboard import chromium
 from tests.unit.plugin_helpers import make_node
+from watcher.config import load
 
 LOAD = {  # node -> (cpu %, memory %), shard a's nodes and shard b's
     "part-a-busy": (85.0, 60.0),
@@ -33,7 +35,6 @@ ON_A = set(LOAD) - ON_B
 # Fresh for as long as the expiry when the load is still (the adaptive horizon's upper bound),
 # two polls (horizon_min) once the store says it lacks the node.
 TIMING = {"window": 60.0, "expiry": 40.0, "warm_start": False}
-BACK = 'irate(node_cpu_seconds_total{instance="part-b-busy"}[5s])'
 
 
 class Sharded:
@@ -74,10 +75,19 @@ def sharded(request, make_exporter, tmp_path):
             server.stop()
 
 
-def store_answer(url: str, promql: str) -> tuple[list, list]:
-    """(result, warnings) of an instant query, asked of the store directly."""
-    doc = requests.get(f"{url}/api/v1/query", params={"query": promql}, timeout=10).json()
-    return doc["data"]["result"], doc.get("warnings") or []
+def serves_b(url: str) -> bool:
+    """The store answers the watcher's queries (TEST_SETTINGS' rate range) with every node of
+    shard b and no warning."""
+    config = load(
+        env={}, overrides={"prometheus_url": url, "rate_range": TEST_SETTINGS["rate_range"]}
+    )
+    for spec in config.metric_specs():
+        params = {"query": spec.query}
+        doc = requests.get(f"{url}/api/v1/query", params=params, timeout=10).json()
+        nodes = {item["metric"].get("instance") for item in doc["data"]["result"]}
+        if doc.get("warnings") or not ON_B <= nodes:
+            return False
+    return True
 
 
 def states(watcher) -> dict[str, dict]:
@@ -90,6 +100,27 @@ def check_never_idle(nodes: dict[str, dict]) -> None:
         for key, true in zip(("cpu", "memory"), LOAD[node], strict=True):
             metric = doc["metrics"][key]
             assert abs(metric["latest"] - true) < 3 and abs(metric["avg"] - true) < 3, (node, doc)
+
+
+def complete_polls_until(watcher, done, timeout: float) -> list[float]:  # noqa: ANN001
+    """The times of the complete polls (ok, not partial) the watcher made before `done()`."""
+    complete: list[float] = []
+    seen: set[float] = set()
+
+    def record() -> None:
+        last = watcher.status()["lastPoll"]
+        if last["time"] not in seen:
+            seen.add(last["time"])
+            if last["ok"] and not last["partial"]:
+                complete.append(last["time"])
+
+    def look() -> bool:
+        record()
+        return done()
+
+    wait_for(look, timeout=timeout, interval=0.1, what="shard b's nodes fresh again")
+    record()  # the poll that made them fresh counts too
+    return complete
 
 
 def scheduler_view(watcher) -> dict[str, tuple[str, str, float]]:
@@ -164,18 +195,19 @@ def test_a_lost_shard_leaves_its_nodes_stale_never_idle(sharded, make_watcher, t
 
     # The shard comes back: fresh within two polls of the store having the data again.
     sharded.start_b()
+    # The store has the data again once the watcher's own queries return shard b's nodes, with
+    # no warning, twice a second apart: a shard just restarted answers a moment from the samples
+    # it had before stopping, then not until it has scraped twice.
     wait_for(
-        lambda: (got := store_answer(sharded.url, BACK))[0] and not got[1],
+        lambda: serves_b(sharded.url) and (time.sleep(1.0) or serves_b(sharded.url)),
         timeout=30,
         what="the store answering for shard b again",
     )
-    polls = watcher.status()["counters"]["polls"]
-    wait_for(
-        lambda: all(states(watcher)[n]["state"] == "fresh" for n in ON_B),
-        timeout=20,
-        what="shard b's nodes fresh again",
-    )
-    assert watcher.status()["counters"]["polls"] <= polls + 2
+    # Counted in polls whose answer was complete: on a loaded machine the front's remote read
+    # of a shard still replaying its WAL can time out again, and such a poll is partial.
+    complete = complete_polls_until(watcher, lambda: all(
+        states(watcher)[n]["state"] == "fresh" for n in ON_B), timeout=30)  # fmt: skip
+    assert len(complete) <= 2, complete
     status = watcher.status()
     assert status["lastPoll"]["partial"] is None and status["lastPoll"]["lacking"] is None
     check_never_idle(states(watcher))
