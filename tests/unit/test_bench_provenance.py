@@ -42,9 +42,9 @@ def test_write_result_stamps_and_keeps_the_numbers(tmp_path: Path) -> None:
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
-# A citation is a path: bench/results/NAME, where NAME may hold one {a,b} choice, and
-# "bench/results/NAME.json and .png" cites the picture too.
-CITATION = re.compile(r"bench/results/((?:[\w.-]|\{[\w.,-]+\})+)(\s+and\s+\.png)?")
+# A citation is a path: bench/results/NAME, where NAME may hold {a,b} choices or a * pattern
+# (one file at least must match), and "bench/results/NAME.json and .png" cites the picture too.
+CITATION = re.compile(r"bench/results/((?:[\w.*-]|\{[\w.,-]+\})+)(\s+and\s+\.png)?")
 
 # Results recorded before bench.provenance existed (2026-11-27): they say their date and often
 # their commit in their own fields or in the doc that cites them, not in a stamp. The list may
@@ -148,10 +148,11 @@ def tracked_results() -> list[Path]:
 def test_cited_reads_paths_choices_and_pictures() -> None:
     text = (
         "(bench/results/a.json and .png), bench/results/b-{x,y}.{txt.gz,json}.\n"
-        "![p](../bench/results/c.png) and `d.json` alone is a name, not a citation"
+        "![p](../bench/results/c.png) and `d.json` alone is a name, not a citation; "
+        "bench/results/e-*.json"
     )
     assert cited(text) == {
-        "a.json", "a.png", "b-x.txt.gz", "b-x.json", "b-y.txt.gz", "b-y.json", "c.png"
+        "a.json", "a.png", "b-x.txt.gz", "b-x.json", "b-y.txt.gz", "b-y.json", "c.png", "e-*.json"
     }  # fmt: skip
 
 
@@ -160,7 +161,7 @@ def test_every_result_file_the_docs_cite_exists() -> None:
         f"{doc.relative_to(ROOT)}: {name}"
         for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
         for name in cited(doc.read_text())
-        if not (RESULTS / name).is_file()
+        if not (RESULTS / name).is_file() and not any(RESULTS.glob(name) if "*" in name else ())
     }
     assert not missing, f"cited but not in bench/results: {sorted(missing)}"
 
