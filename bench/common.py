@@ -612,6 +612,21 @@ class PodMaker:
         return created
 
 
+def wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
+    """Until the watcher at `url` reports a CPU figure for every node of `nodes`: a benchmark
+    that places pods before then measures the fallback, not load-aware placement."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            doc = requests.get(f"{url}/api/v1/nodes", timeout=5).json()["nodes"]
+            if all("cpu" in (doc.get(n) or {}).get("metrics", {}) for n in nodes):
+                return
+        except (requests.RequestException, ValueError, KeyError):
+            pass  # not serving yet, or no snapshot yet
+        time.sleep(0.5)
+    raise TimeoutError(f"the watcher did not report all {len(nodes)} nodes in {timeout:.0f} s")
+
+
 # -- the sandbox -------------------------------------------------------------------------------
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import shutil
@@ -45,7 +44,8 @@ import requests
 import yaml
 from kubernetes import client
 
-from bench.scheduler import BindTracker, PodMaker
+from bench.common import BindTracker, PodMaker, wait_watcher
+from bench.provenance import write_result
 from sandbox import koordinator, nodemetric, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.demo_stack import Stack
@@ -585,7 +585,7 @@ class Services:
         else:
             prom = stack.start_prometheus(self.exporter.target)
             self.watcher_url = stack.start_watcher(prom, redis_url, env)
-        _wait_watcher(self.watcher_url, [s.name for s in self.specs])
+        wait_watcher(self.watcher_url, [s.name for s in self.specs])
         self._wait_node_metrics()
         for c in self.contenders:
             start_contender(plane, c, self.watcher_url, self.work)
@@ -739,19 +739,6 @@ def _placements(
     return out
 
 
-def _wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            doc = requests.get(f"{url}/api/v1/nodes", timeout=5).json()["nodes"]
-            if all("cpu" in (doc.get(n) or {}).get("metrics", {}) for n in nodes):
-                return
-        except (requests.RequestException, ValueError, KeyError):
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"the watcher did not report all {len(nodes)} nodes in {timeout:.0f} s")
-
-
 def _sleep_until(moment: float) -> None:
     delay = moment - time.monotonic()
     if delay > 0:
@@ -848,8 +835,7 @@ def main(argv: list[str] | None = None) -> int:
     if trace is not None:
         doc["setup"]["trace"] = placement_trace.setup(trace)
         print(placement_trace.markdown(doc))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_result(out, doc)  # before the pictures: a failing plot never loses a run
     print(f"results: {out} ({doc['seconds']} s)")
     from bench.placement_plots import plot_all
 

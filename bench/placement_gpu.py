@@ -34,8 +34,8 @@ from typing import Any
 import requests
 
 from bench import placement as pl
+from bench.common import BindTracker, PodMaker
 from bench.provenance import write_result
-from bench.scheduler import BindTracker, PodMaker
 from sandbox import gpusim
 from sandbox.nodes import NodeSpec
 from sandbox.simulator import SimulatorConfig

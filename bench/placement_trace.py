@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import placement as pl
-from bench.scheduler import BindTracker, PodMaker
+from bench.common import BindTracker, PodMaker
 from sandbox.nodes import NodeSpec
 from sandbox.trace import Trace
 from sandbox.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name

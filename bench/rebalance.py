@@ -49,6 +49,8 @@ import requests
 import yaml
 from kubernetes import client
 
+from bench.common import wait_watcher
+from bench.provenance import write_result
 from sandbox import descheduler, koordinator, nodemetric, processes
 from sandbox.controlplane import ControlPlane, Ports
 from sandbox.demo_stack import Stack
@@ -481,7 +483,7 @@ class Services:
         prom = self.stack.start_prometheus(self.exporter.target)
         env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
         watcher_url = self.stack.start_watcher(prom, redis_url, env)
-        _wait_watcher(watcher_url, [s.name for s in self.specs])
+        wait_watcher(watcher_url, [s.name for s in self.specs])
         _start_scheduler(self.plane, watcher_url, self.work)
         return self.api, self.sim, prom, watcher_url
 
@@ -636,17 +638,6 @@ def _wait(condition, timeout: float, what: str) -> None:
     raise TimeoutError(f"{what}: not within {timeout:.0f} s")
 
 
-def _wait_watcher(url: str, nodes: list[str], timeout: float = 90.0) -> None:
-    def ready() -> bool:
-        try:
-            doc = requests.get(f"{url}/api/v1/nodes", timeout=5).json()["nodes"]
-        except (requests.RequestException, ValueError, KeyError):
-            return False
-        return all("cpu" in (doc.get(n) or {}).get("metrics", {}) for n in nodes)
-
-    _wait(ready, timeout, f"the watcher reporting {len(nodes)} nodes")
-
-
 def document(
     runs: list[dict[str, Any]],
     seeds: list[int],
@@ -709,7 +700,8 @@ def merge(paths: list[Path], out: Path) -> int:
     for part in parts[1:]:
         doc["setup"]["scenarios"].update(part["setup"]["scenarios"])
         doc["setup"]["observe_seconds"].update(part["setup"]["observe_seconds"])
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    doc["parts_provenance"] = [part.get("provenance") for part in parts]  # each run's own
+    write_result(out, doc)
     from bench.rebalance_plots import plot_all
 
     for path in plot_all(doc, out.parent, prefix=out.stem):
@@ -800,8 +792,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             # After every run, so a run cut short still leaves what it measured.
             partial = document(runs, seeds, names, contenders, round(time.monotonic() - started))
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(partial, indent=1) + "\n")
+            write_result(args.out, partial)
             for c, r in run["contenders"].items():
                 print(
                     f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
@@ -814,8 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = document(runs, seeds, names, contenders, round(time.monotonic() - started))
     if trace is not None:
         doc["setup"]["trace"] = rebalance_trace.setup(trace)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_result(args.out, doc)  # before the pictures: a failing plot never loses a run
     print(f"results: {args.out} ({doc['seconds']} s)")
     from bench.rebalance_plots import plot_all
 
