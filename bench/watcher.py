@@ -40,6 +40,7 @@ from typing import Any
 
 import requests
 
+from bench.common import child_pids, process_rss_mb
 from bench.provenance import write_result
 from sandbox import versions
 from sandbox.exporter import SyntheticExporter
@@ -154,15 +155,7 @@ def load_test(port: int, paths: list[str], clients: int, duration: float) -> dic
 
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children (gunicorn master + workers)."""
-    total = 0
-    pids = [pid]
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        pids.append(int(child))
-    for p in pids:
-        for line in Path(f"/proc/{p}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return round(total / 1024, 1)
+    return round(sum(process_rss_mb(p) or 0.0 for p in [pid, *child_pids(pid)]), 1)
 
 
 def start_store(kind: str, tmp: Path, target: str) -> tuple[str, list[Any], str]:
