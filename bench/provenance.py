@@ -63,6 +63,12 @@ def peers() -> dict[str, str]:
     }
 
 
+def _command_line() -> list[str]:
+    """The command as typed: sys.orig_argv keeps `-m bench.x`, which sys.argv turns into the
+    module's file path."""
+    return [Path(sys.executable).name, *sys.orig_argv[1:]]
+
+
 def stamp(argv: list[str] | None = None) -> dict[str, Any]:
     """The provenance block of a result document."""
     status = _git("status", "--porcelain", "--untracked-files=no")
@@ -77,7 +83,7 @@ def stamp(argv: list[str] | None = None) -> dict[str, Any]:
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
-        "command": " ".join(argv if argv is not None else [Path(sys.executable).name, *sys.argv]),
+        "command": " ".join(argv if argv is not None else _command_line()),
         "peers": peers(),
     }
 

@@ -185,3 +185,10 @@ def test_the_unstamped_list_only_shrinks() -> None:
     assert len(UNSTAMPED) <= UNSTAMPED_AT_MOST, "new results carry a stamp; do not add here"
     gone = sorted(n for n in UNSTAMPED if not (RESULTS / n).is_file())
     assert not gone, f"removed from bench/results, so remove from UNSTAMPED too: {gone}"
+
+
+def test_command_keeps_the_module_form(monkeypatch) -> None:
+    monkeypatch.setattr(
+        provenance.sys, "orig_argv", ["/usr/bin/python3", "-m", "bench.x", "--quick"]
+    )
+    assert provenance.stamp()["command"].endswith("-m bench.x --quick")
