@@ -9,11 +9,16 @@ counts it, the other plugins still do) and with it deleted (where a replacement 
 nowhere before waits for). In each the profile filters every node and scores the feasible ones,
 as a cycle would. A target must be cold (or only not hot, when targetsMustBeCold is off), pass
 the filters in both and stay under every high threshold with the pod's predicted use added;
-when the hot node itself scores as well as the best such target in either, the scheduler could
-put the replacement back, and the pod stays. A node stops losing pods once its predicted use is
-under its high thresholds, or at its per-node limit. The replacement is predicted as the
-scheduler predicts a new pod (a profile's CPU never under its floor); what the victim takes off
-its node is its profile without the floor (an idle victim relieves nothing).
+unless the hot node is infeasible there, the target must outscore it by more than
+`scoreMargin` points in each (the scheduler sees a few seconds' newer load than the judge, and a
+near-tie can go either way), else the scheduler could put the replacement back, and the pod
+stays. The load scores count recently bound pods as the scheduler's cycle does: the pods the
+scheduler's profiles bound (their PodScheduled time) whose node's newest sample cannot show them
+yet, besides the rebalancer's own moves (the hot node's relief counts only the latter). A node
+stops losing pods once its predicted use is under its high thresholds, or at its per-node limit.
+The replacement is predicted as the scheduler predicts a new pod (a profile's CPU never under its
+floor); what the victim takes off its node is its profile without the floor (an idle victim
+relieves nothing).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
+from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.profile import Profile
 from scheduler.framework.snapshot import TrialEdit
@@ -31,6 +37,11 @@ from scheduler.rebalancer.classify import COLD, NORMAL, Classification
 from scheduler.rebalancer.settings import RebalancerSettings
 
 NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "relieved"
+
+# The scheduler's RecentlyBound defaults (its --provider-lag and recent max age): a bound pod
+# counts on its node until the node's newest sample is this much later than the bind.
+PROVIDER_LAG_S = RecentlyBound().provider_lag
+RECENT_MAX_AGE_S = RecentlyBound().max_age
 
 
 @dataclass
@@ -76,6 +87,15 @@ def terminating(pod: PodInfo) -> PodInfo:
     return resources.pod_info({**pod.raw, "metadata": meta})
 
 
+def bound_at(pod: PodInfo) -> float:
+    """When the pod was bound: its PodScheduled condition's time (the API server sets it on the
+    binding); 0.0 when it has none."""
+    for cond in (pod.raw.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            return resources.parse_time(cond.get("lastTransitionTime"))
+    return 0.0
+
+
 def replacement_of(pod: PodInfo) -> PodInfo:
     """The pod as its controller will recreate it: unbound, pending, a uid of its own."""
     raw = pod.raw
@@ -111,9 +131,17 @@ class Judge:
     def plan(self, view: Classification, hot: list[str], snap: Snapshot) -> Plan:
         out = Plan()
         budget = limits.RoundBudget(self.settings)
-        usage = self._planned_usage(view, snap)
         edits: list[TrialEdit] = []
         recent = dict(snap.recent_cpu_m)
+        # Our own moves (the runtime's record) and the pods the scheduler bound lately overlap
+        # once a replacement is bound: the larger of the two per node, never their sum.
+        for name, cpu_m in self.recently_bound(snap).items():
+            snap.recent_cpu_m[name] = max(snap.recent_cpu_m.get(name, 0), cpu_m)
+        # The filters and scores see what the scheduler sees; a hot node's relief counts what
+        # its samples show (and our moves, as before): a pod bound there seconds ago is a
+        # prediction, and the rebalancer evicts on measured load, not on a guess.
+        counted = {n: (recent if n in hot else snap.recent_cpu_m).get(n, 0) for n in snap.nodes}
+        usage = self._planned_usage(view, snap, counted)
         try:
             for name in sorted(hot, key=lambda n: -max(view.excess(n).values(), default=0.0)):
                 node = snap.nodes.get(name)
@@ -128,12 +156,34 @@ class Judge:
             snap.recent_cpu_m.update(recent)
         return out
 
-    def _planned_usage(self, view: Classification, snap: Snapshot) -> dict[str, dict[str, float]]:
-        """Use per node and resource, CPU with the pods bound too recently to show."""
+    def recently_bound(self, snap: Snapshot) -> dict[str, int]:
+        """Predicted CPU millicores per node of the pods the scheduler bound too recently for
+        the node's metrics to show, as its own RecentlyBound counts them: bound (PodScheduled)
+        less than its max age ago and not yet covered by a sample later than the bind plus the
+        provider's lag. Only the scheduler's pods (the judged schedulerNames): another
+        scheduler's binds are not in its record."""
+        ours = {*self.settings.schedulers, self.profile.scheduler_name}
+        out: dict[str, int] = {}
+        for node in snap.nodes.values():
+            load = snap.loads.get(node.name)
+            stats = load.metrics.get(CPU) if load is not None else None
+            shown = stats.last_sample - PROVIDER_LAG_S if stats is not None else float("-inf")
+            for pod in node.pods.values():
+                if pod.scheduler_name not in ours:
+                    continue
+                at = bound_at(pod)
+                if at and at >= shown and snap.now - at <= RECENT_MAX_AGE_S:
+                    out[node.name] = out.get(node.name, 0) + int(self.estimator.use(pod, CPU))
+        return out
+
+    def _planned_usage(
+        self, view: Classification, snap: Snapshot, counted: dict[str, int]
+    ) -> dict[str, dict[str, float]]:
+        """Use per node and resource, CPU with `counted` millicores bound too recently to show."""
         usage = copy.deepcopy(view.usage)
         for name, values in usage.items():
             node = snap.nodes.get(name)
-            recent = snap.recent_cpu_m.get(name, 0)
+            recent = counted.get(name, 0)
             if node is not None and CPU in values and recent:
                 values[CPU] += 100.0 * recent / max(1, node.allocatable.get(CPU, 0))
         return usage
@@ -270,10 +320,14 @@ class Judge:
             return None, (NO_TARGET, detail + "terminates; none fits both then and once deleted")
         first = views[-1][0]  # the view the scheduler most likely decides in
         best = max(common, key=lambda n: (first.scores[n], n))
+        margin = self.settings.score_margin
         for v, when in views:
             back = v.scores.get(source.name)
-            if back is not None and back >= v.scores[best]:
-                detail = f"{source.name} scores {back} >= {best} {v.scores[best]}{when}"
+            if back is not None and v.scores[best] - back <= margin:
+                detail = (
+                    f"{source.name} scores {back}, {best} {v.scores[best]}{when}: "
+                    f"not more than {margin} points apart"
+                )
                 return None, (GOES_BACK, detail)
         return snap.nodes[best], ("", "")
 

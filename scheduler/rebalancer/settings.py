@@ -17,6 +17,7 @@ rebalancer:
   - {name: cpu, statistic: avg, high: 80, low: 50}     # statistic: avg | p95 | latest
   consecutive: 3              # fresh observations above high before a node counts as hot
   targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
+  scoreMargin: 20             # the target must outscore the hot node by more than this
   evictJobs: false
   evictLocalStorage: false
   excludedNamespaces: [kube-system]
@@ -42,7 +43,7 @@ from typing import Any
 import yaml
 
 from scheduler.config.loader import SchedulerConfig, parse_config
-from scheduler.framework import CPU, MEMORY
+from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.fields import Fields
 from scheduler.framework.labels import EVERYTHING, LabelSelector
@@ -77,6 +78,9 @@ class RebalancerSettings:
     rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
     consecutive: int = 3
     targets_must_be_cold: bool = True
+    # Points of the profile's weighted total. A fifth of one plugin's range: the demo's winning
+    # margins were 5-38 points, and a near-tie with the hot node flips on seconds of newer load.
+    score_margin: int = MAX_NODE_SCORE // 5
     evict_jobs: bool = False
     evict_local_storage: bool = False
     excluded_namespaces: frozenset[str] = frozenset({"kube-system"})
@@ -147,6 +151,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         threshold_mode=f.string("thresholds", d.threshold_mode, choices=(ABSOLUTE, DEVIATION)),
         consecutive=f.integer("consecutive", d.consecutive, 1, 100),
         targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
+        score_margin=f.integer("scoreMargin", d.score_margin, 0, 100 * MAX_NODE_SCORE),
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),
         evict_local_storage=f.boolean("evictLocalStorage", d.evict_local_storage),
         excluded_namespaces=frozenset(_strings(f, "excludedNamespaces", d.excluded_namespaces)),

@@ -198,7 +198,10 @@ def preferring(weights: dict[str, int]) -> PodInfo:
 
 @pytest.mark.parametrize(
     ("weight", "reason", "detail"),
-    [(20, "", ""), (45, GOES_BACK, "hot scores 91 >= cold 91")],
+    [
+        (20, "", ""),
+        (45, GOES_BACK, "hot scores 91, cold 91: not more than 20 points apart"),
+    ],
 )
 def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail):
     # The replacement prefers the warm node (100, not a target: not cold) and the hot node
@@ -218,6 +221,102 @@ def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail
         assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
     else:
         assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+
+
+def spreading(i: int, cpu: str = "200m") -> PodInfo:
+    """A replica spread softly over hostnames (ScheduleAnyway), as the default constraints do."""
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": scenario.HOSTNAME,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    body = {
+        "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            "topologySpreadConstraints": [spread],
+        },
+    }
+    return replica(body, "app", "web-rs")
+
+
+def spread_cluster(cold: float, extra: list[tuple[PodInfo, str]] = ()) -> Snapshot:
+    # web-0 alone on the hot node, web-1 on the cold one, four on a busy node (not a target).
+    # With web-0 gone the hot node has no replica: spreading gives it all its 200 points, the
+    # cold node (one replica) 150, and TargetLoadPacking decides by the cold node's load.
+    nodes = [node_doc(n) for n in ("hot", "cold", "busy")]
+    placed = [(spreading(0), "hot"), (spreading(1), "cold")]
+    placed += [(spreading(i), "busy") for i in range(2, 6)]
+    loads = {"hot": cpu_load(95), "cold": cpu_load(cold), "busy": cpu_load(60)}
+    snap = snapshot_of(nodes, [*placed, *extra], loads)
+    snap.now = 120.0  # cpu_load's newest sample is at 100
+    return snap
+
+
+@pytest.mark.parametrize(
+    ("cold", "margin", "reason", "detail"),
+    [
+        (20, 0, "", ""),
+        (20, 20, GOES_BACK, "hot scores 200, cold 213: not more than 20 points apart"),
+        (20, 12, "", ""),
+        (20, 13, GOES_BACK, "hot scores 200, cold 213: not more than 13 points apart"),
+        (30, 20, "", ""),
+    ],
+)
+def test_a_near_tie_with_the_hot_node_is_refused(cold, margin, reason, detail):
+    # At 20 % the cold node wins by 13 points (213 vs 200), spreading's points favouring the hot
+    # node: a judge without a margin approves, and a few seconds' newer load on either node
+    # can hand the replacement back to the hot node. At 30 % it wins by 28.
+    snap = spread_cluster(cold)
+    plan = judge(score_margin=margin).plan(view_of(snap), ["hot"], snap)
+    if reason:
+        assert plan.moves == []
+        assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
+    else:
+        assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+
+
+def bound(pod: PodInfo, at: str) -> PodInfo:
+    """The pod with the PodScheduled condition the API server sets on its binding."""
+    cond = {"type": "PodScheduled", "status": "True", "lastTransitionTime": at}
+    return pod_info({**pod.raw, "status": {**pod.raw["status"], "conditions": [cond]}})
+
+
+@pytest.mark.parametrize(
+    ("at", "counted"),
+    [("1970-01-01T00:01:30Z", True), ("1970-01-01T00:01:00Z", False)],
+)
+def test_pods_the_scheduler_bound_lately_count_on_their_node(at, counted):
+    # A pod predicted at 1.5 cores bound on the cold node at 90 s: the newest sample (100 s) is
+    # within the provider's lag (15 s) of the bind, so the scheduler still adds its predicted
+    # CPU there, and so does the judge: the cold node at 30 % + 37.5 % loses TargetLoadPacking's
+    # points and no longer beats the hot node. Bound at 60 s, the sample shows it: counted once.
+    other = bound(replica({"metadata": {"name": "new"}, "spec": _cpu("1000m")}, "b", "b-rs"), at)
+    snap = spread_cluster(30, [(other, "cold")])
+    j = judge()
+    assert ESTIMATOR.use(other, CPU) == 1500
+    assert j.recently_bound(snap) == ({"cold": 1500} if counted else {})
+    plan = j.plan(view_of(snap), ["hot"], snap)
+    assert snap.recent_cpu_m == {}
+    if counted:
+        assert plan.moves == [] and [s.reason for s in plan.skips] == [GOES_BACK]
+    else:
+        assert [m.target for m in plan.moves] == ["cold"]
+
+
+def test_a_pod_bound_lately_on_the_hot_node_is_no_reason_to_evict_more():
+    # The scores count it there (the scheduler does), the relief does not: the node is 95 % by
+    # its samples, whatever the prediction of a pod they cannot show yet.
+    other = replica({"metadata": {"name": "new"}, "spec": _cpu("1000m")}, "b", "b-rs")
+    snap = spread_cluster(30, [(bound(other, "1970-01-01T00:01:30Z"), "hot")])
+    plan = judge().plan(view_of(snap), ["hot"], snap)
+    assert judge().recently_bound(snap) == {"hot": 1500}
+    assert [(m.target, m.source_usage[CPU]) for m in plan.moves] == [("cold", 95.0)]
+
+
+def _cpu(cpu: str) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
 
 
 def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
@@ -323,14 +422,16 @@ def random_state(
         max_per_round=rng.randint(2, 6),
         max_per_namespace=rng.randint(2, 6),
         targets_must_be_cold=rng.random() < 0.7,
+        score_margin=rng.choice((0, 10, 20, 50)),
     )
     return snap, s, features
 
 
-def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str) -> str:
+def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str, margin: int) -> str:
     """Why the scheduler, on the snapshot as it is, would not let the move stand: the target
-    fails the filters, or the source scores best; "" when it would, or when nothing is feasible
-    (`when` "terminating": the replacement then waits for the deletion)."""
+    fails the filters, or the source scores best or within `margin` of the target; "" when it
+    would, or when nothing is feasible (`when` "terminating": the replacement then waits for
+    the deletion)."""
     state = CycleState()
     feasible, why = PROFILE.filter(replacement, list(snap.nodes.values()), snap, state)
     names = [n.name for n in feasible]
@@ -342,10 +443,12 @@ def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str) -> st
         scores = PROFILE.score(replacement, feasible, snap, state)
         if scores[move.source] >= max(scores.values()):
             return f"{move.pod.key} {when}: {move.source} scores best {scores}"
+        if scores[move.target] - scores[move.source] <= margin:
+            return f"{move.pod.key} {when}: {move.source} within {margin} of the target {scores}"
     return ""
 
 
-def violations(plan: Plan, snap: Snapshot) -> list[str]:
+def violations(plan: Plan, snap: Snapshot, margin: int) -> list[str]:
     """Each planned move replayed in order on the snapshot, the earlier moves' replacements on
     their targets (with their predicted CPU as recently bound): with the victims deleted, the
     target must pass the profile's filters and the source must not have the best score; the
@@ -359,12 +462,12 @@ def violations(plan: Plan, snap: Snapshot) -> list[str]:
             edits.append(gone)
             gone.remove(move.pod)
             replacement = replacement_of(move.pod)
-            found.append(misjudged(move, replacement, snap, "deleted"))
+            found.append(misjudged(move, replacement, snap, "deleted", margin))
             with ExitStack() as dies:
                 for victim in plan.moves[: plan.moves.index(move) + 1]:
                     dying = dies.enter_context(TrialEdit(snap, snap.nodes[victim.source]))
                     dying.add(terminating(victim.pod))
-                found.append(misjudged(move, replacement, snap, "terminating"))
+                found.append(misjudged(move, replacement, snap, "terminating", margin))
             arrive = TrialEdit(snap, snap.nodes[move.target])
             edits.append(arrive)
             arrive.add(replacement)
@@ -389,7 +492,7 @@ def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
         before = {n: set(i.pods) for n, i in snap.nodes.items()}
         plan = Judge(PROFILE, s, ESTIMATOR, lambda w: False).plan(view, hot_nodes(view), snap)
         assert {n: set(i.pods) for n, i in snap.nodes.items()} == before, seed
-        bad += [f"seed {seed}: {v}" for v in violations(plan, snap)]
+        bad += [f"seed {seed}: {v}" for v in violations(plan, snap, s.score_margin)]
         moves += len(plan.moves)
         kinds.update(k for m in plan.moves for k in features[m.pod.key])
         refused += sum(s.reason in (NO_TARGET, GOES_BACK) and s.pod != "" for s in plan.skips)
