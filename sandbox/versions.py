@@ -42,6 +42,10 @@ THANOS_VERSION = "0.35.1"
 # (LowNodeLoad), the load-aware peer built from koordinator/go.mod. v1.8.0 is built on Kubernetes
 # 1.35.2 (its replace block, copied into that go.mod), one minor above the sandbox's apiserver.
 KOORDINATOR_VERSION = "1.8.0"
+# github.com/paypal/load-watcher, the Go service Ballast's watcher replaces, measured against it
+# on the same Prometheus (bench/watcher.py --vs-load-watcher). The release Trimaran 0.34.7
+# depends on (its go.mod), so the module cache already holds it.
+LOAD_WATCHER_VERSION = "0.2.4"
 
 
 def staging_version() -> str:
@@ -111,6 +115,25 @@ def victoriametrics_binary() -> str:
 def thanos_binary() -> str:
     """Thanos's name in the binary cache: a new pin builds a new one."""
     return f"thanos-{THANOS_VERSION}"
+
+
+def load_watcher_binary() -> str:
+    """load-watcher's name in the binary cache: a new pin builds a new one."""
+    return f"load-watcher-{LOAD_WATCHER_VERSION}"
+
+
+def load_watcher_go_mod_mismatches(go_mod: str) -> list[str]:
+    """loadwatcher/go.mod must build load-watcher's main package (a `tool` line) at the pin."""
+    problems = []
+    if not re.search(r"^tool github\.com/paypal/load-watcher$", go_mod, re.MULTILINE):
+        problems.append("no `tool github.com/paypal/load-watcher` line")
+    found = re.search(r"^\s*github\.com/paypal/load-watcher (v\S+)", go_mod, re.MULTILINE)
+    wanted = f"v{LOAD_WATCHER_VERSION}"
+    if not found:
+        problems.append("github.com/paypal/load-watcher is not required")
+    elif found.group(1) != wanted:
+        problems.append(f"github.com/paypal/load-watcher is {found.group(1)}, pinned {wanted}")
+    return problems
 
 
 def helm_binary() -> str:
