@@ -18,6 +18,13 @@ exporter scraped by VictoriaMetrics single node, or by a Prometheus behind a Tha
 querier): results in watcher-<nodes>-<store>.json, side by side with Prometheus's in
 docs/watcher.md (bench/watcher_plot.py draws them). `--clients` sets the keep-alive clients of
 GET /watcher (all nodes); issue 37's 20,000-node goals are judged with 4.
+
+`--vs-load-watcher` serves one Prometheus (with the recording rules load-watcher hard-codes)
+with both paypal/load-watcher (built from its pinned Go module on first use, sandbox/loadwatcher/)
+and `ballast watcher` on its `load-watcher` query preset, polling for itself as deployed (2
+gunicorn workers), and measures GET /watcher (all nodes) with `--clients` (4) keep-alive clients,
+the two taking turns, plus each one's RSS and how their answers differ: results in
+watcher-vs-load-watcher[-<nodes>].json, the picture in docs/images/.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import os
 import platform
 import random
 import shutil
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -39,10 +47,11 @@ from pathlib import Path
 from typing import Any
 
 import requests
+import yaml
 
-from bench.common import child_pids, process_rss_mb
+from bench.common import child_pids, new_figure, process_rss_mb, redraw_option, save
 from bench.provenance import write_result
-from sandbox import versions
+from sandbox import loadwatcher, versions
 from sandbox.exporter import SyntheticExporter
 from tests.fixtures import victoriametrics
 from tests.fixtures.ports import wait_for
@@ -57,6 +66,7 @@ from watcher.providers.prometheus import PrometheusProvider
 from watcher.redis_store import RedisStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "watcher.json"
+IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
 PREFIX = "bench:"
 GOALS = {"poll_vs_bare": 1.5, "poll_seconds": 1.0, "watcher_p99_ms": 50.0, "host_rps": 1000.0}
 # Issue 11's goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
@@ -337,6 +347,235 @@ def run(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# kube-prometheus-style node rules under the names load-watcher queries (it averages them over
+# its 15/10/5-minute windows); Ballast's `load-watcher` preset reads the same two series.
+LOAD_WATCHER_RULES = {
+    "instance:node_cpu:ratio": (
+        '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[1m]))'
+    ),
+    "instance:node_memory_utilisation:ratio": (
+        "1 - sum by (instance) (node_memory_MemAvailable_bytes)"
+        " / sum by (instance) (node_memory_MemTotal_bytes)"
+    ),
+}
+
+
+class RulesPrometheus(PrometheusServer):
+    """The fixture's Prometheus, evaluating LOAD_WATCHER_RULES at its scrape interval."""
+
+    def _write_config(self) -> Path:
+        path = super()._write_config()
+        rules = self.workdir / "rules.yml"
+        group = [{"record": name, "expr": expr} for name, expr in LOAD_WATCHER_RULES.items()]
+        rules.write_text(yaml.safe_dump({"groups": [{"name": "load-watcher", "rules": group}]}))
+        config = yaml.safe_load(path.read_text()) | {"rule_files": [str(rules)]}
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def start_load_watcher(workdir: Path, prom_url: str) -> subprocess.Popen[bytes]:
+    """load-watcher on :2020 (its hard-coded port), reading Prometheus at prom_url."""
+    if not _port_free(loadwatcher.PORT):
+        # load-watcher only logs a failed listen and keeps running: fail here, not on a
+        # benchmark of whatever else answers on that port.
+        raise RuntimeError(f"port {loadwatcher.PORT} is taken; load-watcher cannot listen on it")
+    env = dict(os.environ) | {
+        "METRICS_PROVIDER_NAME": "Prometheus",
+        "METRICS_PROVIDER_ADDRESS": prom_url,
+        "LOG_LEVEL": "warn",
+    }
+    workdir.mkdir(parents=True, exist_ok=True)
+    with open(workdir / "load-watcher.log", "wb") as log:
+        return subprocess.Popen(
+            [str(loadwatcher.binary())], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+
+
+def node_values(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """node -> {"<type> <operator>": value} of a load-watcher-format /watcher answer."""
+    return {
+        node: {f"{m['type']} {m['operator']}": m["value"] for m in entry.get("metrics") or []}
+        for node, entry in doc["data"]["NodeMetricsMap"].items()
+    }
+
+
+def compare_answers(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """How Ballast's /watcher and load-watcher's differ on the same data: window, nodes, the
+    metrics each gives a node, and the largest gap between values both give."""
+    a, b = node_values(ours), node_values(theirs)
+    common = sorted(set(a) & set(b))
+    gaps: dict[str, float] = {}
+    for node in common:
+        for key in set(a[node]) & set(b[node]):
+            gaps[key] = max(gaps.get(key, 0.0), abs(a[node][key] - b[node][key]))
+    return {
+        "window": {
+            "ballast": ours["window"]["duration"],
+            "load-watcher": theirs["window"]["duration"],
+        },
+        "source": {"ballast": ours.get("source"), "load-watcher": theirs.get("source")},
+        "nodes": {"ballast": len(a), "load-watcher": len(b), "both": len(common)},
+        "metrics_per_node": {
+            "ballast": sorted({k for v in a.values() for k in v}),
+            "load-watcher": sorted({k for v in b.values() for k in v}),
+        },
+        "max_abs_difference_points": {k: round(v, 3) for k, v in sorted(gaps.items())},
+    }
+
+
+def run_vs_load_watcher(
+    nodes: int, cpus: int, duration: float, clients: int = 4, rounds: int = 2
+) -> dict[str, Any]:
+    lw_binary = loadwatcher.ensure_built()
+    tmp = Path(tempfile.mkdtemp(prefix="ballast-bench-vs-lw-"))
+    load_start = round(os.getloadavg()[0], 2)
+    exporter = SyntheticExporter(cpus=cpus)
+    rng = random.Random(1)
+    for i in range(nodes):
+        exporter.set(f"node-{i:05d}", cpu=rng.uniform(5, 95), memory=rng.uniform(10, 90))
+    exporter.start()
+    redis = RedisServer(tmp / "redis").start()
+    prom = RulesPrometheus(tmp / "prom", [exporter.target], scrape_interval="5s").start()
+    lw: subprocess.Popen[bytes] | None = None
+    ours: WatcherProcess | None = None
+    try:
+        print(f"waiting for the rules over {nodes} nodes x {cpus} CPUs ...", flush=True)
+        for rule in LOAD_WATCHER_RULES:
+            wait_for(lambda r=rule: series(prom.url, r) >= nodes, timeout=600, what=rule)
+        # load-watcher fetches once before it listens, then once a minute: start it on
+        # complete rules so its first answer has every node.
+        lw = start_load_watcher(tmp / "load-watcher", prom.url)
+        lw_url = f"http://127.0.0.1:{loadwatcher.PORT}/watcher"
+
+        def lw_nodes() -> bool:
+            if lw.poll() is not None:
+                raise RuntimeError(f"load-watcher exited {lw.returncode}: see {tmp}")
+            resp = requests.get(lw_url, timeout=30)
+            return resp.status_code == 200 and len(node_values(resp.json())) >= nodes
+
+        wait_for(lw_nodes, timeout=300, what="every node in load-watcher")
+        ours = WatcherProcess(
+            tmp / "watcher",
+            prom.url,
+            redis.url,
+            key_prefix=PREFIX,
+            query_preset="load-watcher",
+            workers=2,
+            threads=4,
+            poll_interval=15.0,
+            poll_jitter=0.0,
+            lock_ttl=15.0,
+            snapshot_check=0.25,
+            provider_timeout=60.0,
+            warm_start=False,
+        ).start()
+
+        def our_nodes() -> bool:
+            resp = ours.get("/watcher", timeout=30)
+            return resp.status_code == 200 and len(node_values(resp.json())) >= nodes
+
+        wait_for(our_nodes, timeout=300, what="every node in ballast watcher")
+        # Two of Ballast's polls in the window, so both answers average more than one sample.
+        time.sleep(20)
+        lw_doc = requests.get(lw_url, timeout=30).json()
+        our_resp = ours.get("/watcher", timeout=30)
+        answers = compare_answers(our_resp.json(), lw_doc)
+        body_bytes = {
+            "ballast": len(our_resp.content),
+            "load-watcher": len(requests.get(lw_url, timeout=30).content),
+        }
+        measured: dict[str, list[dict[str, float]]] = {"ballast": [], "load-watcher": []}
+        for _ in range(rounds):  # taking turns, so both see the same machine
+            measured["load-watcher"].append(
+                load_test(loadwatcher.PORT, ["/watcher"], clients=clients, duration=duration)
+            )
+            measured["ballast"].append(
+                load_test(ours.port, ["/watcher"], clients=clients, duration=duration)
+            )
+        rss = {"ballast": rss_mb(ours.proc.pid), "load-watcher": rss_mb(lw.pid)}
+        best = {k: max(v, key=lambda r: r["requests_per_s"]) for k, v in measured.items()}
+        ratio = best["ballast"]["requests_per_s"] / best["load-watcher"]["requests_per_s"]
+        prom_version = subprocess.run(
+            ["prometheus", "--version"], capture_output=True, text=True, timeout=10
+        ).stdout.split(" (")[0]
+        return {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
+            },
+            "setup": {
+                "nodes": nodes,
+                "cpus_per_node": cpus,
+                "store_version": prom_version,
+                "scrape_and_rule_interval": "5s",
+                "recording_rules": LOAD_WATCHER_RULES,
+                "load_watcher": f"github.com/paypal/load-watcher v{versions.LOAD_WATCHER_VERSION}"
+                f" ({lw_binary.name}, GOMAXPROCS default)",
+                "ballast": "ballast watcher, query_preset load-watcher, 2 gunicorn workers x 4"
+                " threads, polling itself every 15 s, Redis",
+                "clients": clients,
+                "seconds_per_load_test": duration,
+                "rounds": rounds,
+            },
+            "http": {"GET /watcher (all nodes)": measured},
+            "best_round": best,
+            "throughput_ratio_ballast_over_load_watcher": round(ratio, 2),
+            "rss_mb": rss,
+            "body_bytes": body_bytes,
+            "answers": answers,
+            "goals": {"GET /watcher throughput >= 3x load-watcher's": ratio >= 3.0},
+        }
+    finally:
+        if ours is not None:
+            ours.stop()
+        if lw is not None:
+            lw.terminate()
+            try:
+                lw.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                lw.kill()
+                lw.wait(timeout=10)
+        prom.stop()
+        redis.stop()
+        exporter.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def draw_vs_load_watcher(doc: dict[str, Any], path: Path) -> Path:
+    """Requests/s of each round per watcher, labelled with p50/p99 and RSS."""
+    fig, ax = new_figure(6.4, 4.0)
+    rounds = doc["http"]["GET /watcher (all nodes)"]
+    width = 0.8 / max(len(r) for r in rounds.values())
+    for i, runs in enumerate(rounds.values()):
+        for j, run_ in enumerate(runs):
+            x = i + (j - (len(runs) - 1) / 2) * width
+            label = f"turn {j + 1}" if i == 0 else None
+            ax.bar(x, run_["requests_per_s"], width * 0.9, color=f"C{j}", label=label)
+            text = f"p50 {run_['p50_ms']:g}\np99 {run_['p99_ms']:g} ms"
+            ax.annotate(text, (x, run_["requests_per_s"]), ha="center", va="bottom", fontsize=7)
+    names = [f"{n}\nRSS {doc['rss_mb'][n]:.0f} MB" for n in rounds]
+    ax.set_xticks(range(len(rounds)), names)
+    ax.set_ylabel("requests/s")
+    setup = doc["setup"]
+    ax.set_title(f"GET /watcher (all {setup['nodes']:,} nodes), {setup['clients']} clients, "
+                 f"same Prometheus: {doc['throughput_ratio_ballast_over_load_watcher']}x",
+                 fontsize=9)  # fmt: skip
+    ax.margins(y=0.15)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save(fig, path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -351,7 +590,30 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="default bench/results/watcher.json at 5,000 nodes, else watcher-<nodes>.json",
     )
+    parser.add_argument(
+        "--vs-load-watcher",
+        action="store_true",
+        help="GET /watcher of ballast and paypal/load-watcher on one Prometheus (4 clients)",
+    )
+    redraw_option(parser, "--redraw", "draw a --vs-load-watcher result again, without running")
     args = parser.parse_args(argv)
+    if args.redraw is not None:
+        doc = json.loads(args.redraw.read_text())
+        print(draw_vs_load_watcher(doc, IMAGES / args.redraw.with_suffix(".png").name))
+        return 0
+    if args.vs_load_watcher:
+        output = args.output or RESULTS.with_name(
+            "watcher-vs-load-watcher.json"
+            if args.nodes == 5000
+            else f"watcher-vs-load-watcher-{args.nodes}.json"
+        )
+        clients = 4 if args.clients == 2 else args.clients  # 2 is the default of the other mode
+        result = run_vs_load_watcher(args.nodes, args.cpus, args.duration, clients)
+        write_result(output, result)
+        print(json.dumps(result, indent=2))
+        print(f"written to {output}")
+        print(draw_vs_load_watcher(result, IMAGES / output.with_suffix(".png").name))
+        return 0
     if args.output is None:
         name = "watcher" if args.nodes == 5000 else f"watcher-{args.nodes}"
         if args.store != "prometheus":
