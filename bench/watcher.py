@@ -199,16 +199,21 @@ def series(url: str, query: str) -> int:
     return len(resp.json()["data"]["result"])
 
 
+def started_exporter(nodes: int, cpus: int, rng: random.Random) -> SyntheticExporter:
+    """The synthetic exporter serving `nodes` nodes at loads drawn from `rng`."""
+    exporter = SyntheticExporter(cpus=cpus)
+    for i in range(nodes):
+        exporter.set(f"node-{i:05d}", cpu=rng.uniform(5, 95), memory=rng.uniform(10, 90))
+    return exporter.start()
+
+
 def run(
     nodes: int, cpus: int, rounds: int, duration: float, kind: str = "prometheus", clients: int = 2
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="ballast-bench-watcher-"))
     load_start = round(os.getloadavg()[0], 2)
-    exporter = SyntheticExporter(cpus=cpus)
     rng = random.Random(1)
-    for i in range(nodes):
-        exporter.set(f"node-{i:05d}", cpu=rng.uniform(5, 95), memory=rng.uniform(10, 90))
-    exporter.start()
+    exporter = started_exporter(nodes, cpus, rng)
     redis = RedisServer(tmp / "redis").start()
     redis_baseline = redis.client().info("memory")["used_memory"]
     url, processes, store_version = start_store(kind, tmp, exporter.target)
@@ -438,11 +443,8 @@ def run_vs_load_watcher(
     lw_binary = loadwatcher.ensure_built()
     tmp = Path(tempfile.mkdtemp(prefix="ballast-bench-vs-lw-"))
     load_start = round(os.getloadavg()[0], 2)
-    exporter = SyntheticExporter(cpus=cpus)
     rng = random.Random(1)
-    for i in range(nodes):
-        exporter.set(f"node-{i:05d}", cpu=rng.uniform(5, 95), memory=rng.uniform(10, 90))
-    exporter.start()
+    exporter = started_exporter(nodes, cpus, rng)
     redis = RedisServer(tmp / "redis").start()
     prom = RulesPrometheus(tmp / "prom", [exporter.target], scrape_interval="5s").start()
     lw: subprocess.Popen[bytes] | None = None
@@ -551,6 +553,12 @@ def run_vs_load_watcher(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def picture_path(result: Path) -> Path:
+    """docs/images/ for a result in bench/results/, else beside the result."""
+    folder = IMAGES if result.resolve().parent == RESULTS.parent else result.parent
+    return folder / result.with_suffix(".png").name
+
+
 def draw_vs_load_watcher(doc: dict[str, Any], path: Path) -> Path:
     """Requests/s of each round per watcher, labelled with p50/p99 and RSS."""
     fig, ax = new_figure(6.4, 4.0)
@@ -599,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.redraw is not None:
         doc = json.loads(args.redraw.read_text())
-        print(draw_vs_load_watcher(doc, IMAGES / args.redraw.with_suffix(".png").name))
+        print(draw_vs_load_watcher(doc, picture_path(args.redraw)))
         return 0
     if args.vs_load_watcher:
         output = args.output or RESULTS.with_name(
@@ -612,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         write_result(output, result)
         print(json.dumps(result, indent=2))
         print(f"written to {output}")
-        print(draw_vs_load_watcher(result, IMAGES / output.with_suffix(".png").name))
+        print(draw_vs_load_watcher(result, picture_path(output)))
         return 0
     if args.output is None:
         name = "watcher" if args.nodes == 5000 else f"watcher-{args.nodes}"
