@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from scheduler.framework import MetricStats, NodeLoad
+from scheduler.framework.gpus import GpuLoads, GpuStats
+from scheduler.rebalancer.gpuhot import GpuRule, gpu_hot_nodes
 from scheduler.rebalancer.settings import AVG, DEVIATION, P95, ResourceRule
 
 FRESH = "fresh"
@@ -96,6 +98,25 @@ def classify(
         else:
             out.state[node] = NORMAL
     return out
+
+
+def classify_gpus(
+    nodes: Iterable[str], gpus: GpuLoads, now: float, rule: GpuRule
+) -> tuple[dict[str, list[GpuStats]], Classification]:
+    """The GPU-hot nodes (gpuhot.py) with their hot GPUs, and a view of every node for their
+    own streaks: HOT, else NORMAL, else UNKNOWN when its GPU figures are stale or missing (the
+    streak starts over, as for the CPU); a node's sample time is its GPUs' newest."""
+    nodes = list(nodes)
+    hot = gpu_hot_nodes(nodes, gpus, now, rule)
+    view = Classification()
+    for node in nodes:
+        live = gpus.live(node, now)
+        if not live or gpus.stale(node, now):
+            view.state[node] = UNKNOWN
+            continue
+        view.state[node] = HOT if node in hot else NORMAL
+        view.sample_time[node] = max(g.last for g in live)
+    return hot, view
 
 
 class HotStreaks:

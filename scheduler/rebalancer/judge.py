@@ -19,6 +19,12 @@ stops losing pods once its predicted use is under its high thresholds, or at its
 The replacement is predicted as the scheduler predicts a new pod (a profile's CPU never under its
 floor); what the victim takes off its node is its profile without the floor (an idle victim
 relieves nothing).
+
+A GPU-hot node (gpuhot.py; profiles with GpuLoad) is hot for its GPU pods only: when it is
+confirmed GPU-hot and not CPU-hot, only pods requesting a GPU resource are its candidates, one
+move per round (the GPU figures show the relief only on later samples; the node rests after
+it), to a target that is not GPU-hot itself; GpuLoad's filter and score, in the profile, judge
+the target's GPUs.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from dataclasses import dataclass, field, replace
 
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
+from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
 from scheduler.framework.snapshot import TrialEdit
-from scheduler.rebalancer import limits, victims
+from scheduler.rebalancer import gpuhot, limits, victims
 from scheduler.rebalancer.classify import COLD, NORMAL, Classification
 from scheduler.rebalancer.settings import RebalancerSettings
 
@@ -56,9 +63,12 @@ class Move:
     target_after: dict[str, float]
     share: dict[str, float]  # the pod's predicted % of the source
     high: dict[str, float]
+    reason: str = ""  # gpuhot.GPU_HOT when it relieves the node's GPUs, "" for the CPU rules
 
     def note(self) -> str:
         r = CPU if CPU in self.high else next(iter(self.high))
+        if self.reason == gpuhot.GPU_HOT:
+            return f"{self.source} GPU-hot; {self.pod.key} uses a GPU; fits {self.target}"
         return (
             f"{self.source} {r} {self.source_usage[r]:.1f}% > high {self.high[r]:.1f}%; "
             f"{self.pod.key} predicted {self.share[r]:.1f}%; fits {self.target} "
@@ -114,6 +124,7 @@ class Judge:
         settings: RebalancerSettings,
         estimator: victims.Estimator,
         busy: Callable[[victims.Workload], bool],
+        gpu_names: tuple[str, ...] = (),
     ) -> None:
         self.profile = profile
         self.settings = settings
@@ -127,8 +138,22 @@ class Judge:
             estimator.profiles,
         )
         self.busy = busy
+        self.gpu_names = gpu_names  # GpuLoad's resourceNames: the pods a GPU-hot node may lose
+        self.gpu_hot: dict[str, list[GpuStats]] = {}
+        self.gpu_only: frozenset[str] = frozenset()
 
-    def plan(self, view: Classification, hot: list[str], snap: Snapshot) -> Plan:
+    def plan(
+        self,
+        view: Classification,
+        hot: list[str],
+        snap: Snapshot,
+        gpu_hot: dict[str, list[GpuStats]] | None = None,
+        gpu_only: frozenset[str] = frozenset(),
+    ) -> Plan:
+        """`gpu_hot`: the GPU-hot nodes (with their hot GPUs), never targets; `gpu_only`: the
+        nodes of `hot` confirmed GPU-hot and not CPU-hot, which lose GPU pods only."""
+        self.gpu_hot = gpu_hot or {}
+        self.gpu_only = gpu_only
         out = Plan()
         budget = limits.RoundBudget(self.settings)
         edits: list[TrialEdit] = []
@@ -200,9 +225,16 @@ class Judge:
     ) -> bool:
         """Plan moves off one hot node; False when the round's budget ran out."""
         est, leaving = self.estimator, self.leaving
+        if node.name not in usage:
+            return True  # no fresh CPU figures: nothing to judge a move by
         before = dict(usage[node.name])
+        # Hot for GPU pods only: confirmed on its GPUs, not on its CPU.
+        gpu = node.name in self.gpu_only
+        pods = list(node.pods.values())
+        if gpu:
+            pods = gpuhot.gpu_candidates(pods, self.gpu_names, self.gpu_hot.get(node.name, ()))
         candidates = []
-        for pod in list(node.pods.values()):
+        for pod in pods:
             why = victims.ineligible(pod, self.settings)
             if why:
                 out.skips.append(Skip(node.name, pod.key, why))
@@ -210,10 +242,13 @@ class Judge:
                 candidates.append(pod)
         excess = view.excess(node.name)
         ordered = victims.order(candidates, excess, lambda p, r: leaving.percent(p, node, r))
+        if gpu:
+            ordered = candidates  # gpu_candidates' order: the pods on a hot GPU first
         if not ordered:
             out.skips.append(Skip(node.name, "", NO_TARGET, "no pod may be moved"))
+        gpu_moves = 0
         for pod in ordered:
-            if not self._over(usage[node.name], view):
+            if gpu_moves if gpu else not self._over(usage[node.name], view):
                 break
             workload = victims.workload_of(pod)
             assert workload is not None  # eligible pods have a controller
@@ -264,8 +299,10 @@ class Judge:
                     dict(usage[target.name]),
                     share,
                     dict(view.high),
+                    gpuhot.GPU_HOT if gpu else "",
                 )
             )
+            gpu_moves += 1
         for move in out.moves:
             if move.source == node.name:
                 move.source_after = dict(usage[node.name])
@@ -289,7 +326,9 @@ class Judge:
         candidates = {
             n.name
             for n in snap.nodes.values()
-            if n.name != source.name and view.state.get(n.name) in allowed
+            if n.name != source.name
+            and view.state.get(n.name) in allowed
+            and n.name not in self.gpu_hot
         }
         if not candidates:
             which = "cold" if self.settings.targets_must_be_cold else "cool enough"

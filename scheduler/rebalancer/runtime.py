@@ -38,14 +38,23 @@ from typing import Any
 from kubernetes import client
 
 from scheduler.backend.cache import ClusterCache
+from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, PodInfo, Snapshot
+from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
-from scheduler.rebalancer import evictions, limits
-from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, HotStreaks, classify
+from scheduler.rebalancer import evictions, gpuhot, limits
+from scheduler.rebalancer.classify import (
+    HOT,
+    UNKNOWN,
+    Classification,
+    HotStreaks,
+    classify,
+    classify_gpus,
+)
 from scheduler.rebalancer.judge import Judge, Move, Plan
 from scheduler.rebalancer.settings import RebalancerConfig
 from scheduler.rebalancer.status import (
@@ -142,7 +151,18 @@ class Rebalancer:
         self.refusals = limits.Refusals()
         self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
         self.streaks = HotStreaks()
-        self.judge = Judge(self.profile, s, self.estimator, self._busy)
+        # GPU-hot nodes (gpuhot.py), only when the judging profile uses GpuLoad: their own
+        # streaks, on the GPUs' sample times, and the watcher's GPU windows fetched for them.
+        self.gpu_names = gpuhot.gpu_resource_names(self.profile)
+        self.gpu_streaks = HotStreaks()
+        self.gpus_client = GpusClient(
+            sched.watcher_address if self.gpu_names is not None else None,
+            interval=opts.watcher_interval,
+            timeout=opts.watcher_timeout,
+            idle=max(1.0, 2 * opts.watcher_interval),
+            headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
+        )
+        self.judge = Judge(self.profile, s, self.estimator, self._busy, self.gpu_names or ())
         self.telemetry = Telemetry()
         self.decisions = DecisionLog()
         le = sched.leader_election
@@ -184,6 +204,7 @@ class Rebalancer:
             self.server.start()
         self.metrics.start()
         self.profiles_client.start()
+        self.gpus_client.start()
         if self.elector is not None:
             self.elector.start()
         self.cache.start()
@@ -206,6 +227,7 @@ class Rebalancer:
             self.elector.stop(release=True, timeout=left())
         self.metrics.stop()
         self.profiles_client.stop()
+        self.gpus_client.stop()
         self.cache.stop(timeout=left())
         if self.server is not None:
             self.server.stop()
@@ -276,6 +298,10 @@ class Rebalancer:
             names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
         view = classify(names, loads, s.rules, s.threshold_mode)
         self.streaks.observe(view)
+        gpu_hot, gpu_view = {}, Classification()
+        if self.gpu_names is not None:
+            gpu_hot, gpu_view = classify_gpus(names, self.gpus_client.gpus(), now, s.gpu)
+        self.gpu_streaks.observe(gpu_view)
         self.cooldowns.prune(now)
         hot = view.nodes(HOT)
         confirmed = [
@@ -283,6 +309,13 @@ class Rebalancer:
             for n in self.streaks.confirmed(s.consecutive)
             if view.state.get(n) == HOT and not self.cooldowns.active(n, now)
         ]
+        # Confirmed on its GPUs and not on its CPU: hot for GPU pods only.
+        gpu_only = frozenset(
+            n
+            for n in self.gpu_streaks.confirmed(s.consecutive)
+            if n in gpu_hot and n not in confirmed and not self.cooldowns.active(n, now)
+        )
+        confirmed += sorted(gpu_only)
         t = self.telemetry
         t.hot.set(len(hot))
         t.confirmed.set(len(confirmed))
@@ -293,6 +326,7 @@ class Rebalancer:
             "time": now,
             "leading": leading,
             "hot": {n: self.streaks.count.get(n, 0) for n in hot},
+            "gpuHot": {n: self.gpu_streaks.count.get(n, 0) for n in gpu_hot},
             "confirmed": confirmed,
             "unknown": dict(view.why_unknown),
             "resting": dict(self.cooldowns.until),
@@ -313,14 +347,22 @@ class Rebalancer:
         logged: set[tuple[str, str, str]] = set()
         nodes = confirmed
         for _ in range(REPLANS):
-            plan = self._plan(view, nodes, loads, now)
+            plan = self._plan(view, nodes, loads, now, gpu_hot, gpu_only)
             # A node whose move a budget refused is planned again without that workload.
             nodes = self._carry_out(plan, view, now, summary, spent, logged)
             if not nodes or self.lost_lease.is_set():
                 break
         return summary
 
-    def _plan(self, view: Classification, nodes: list[str], loads: Any, now: float) -> Plan:
+    def _plan(
+        self,
+        view: Classification,
+        nodes: list[str],
+        loads: Any,
+        now: float,
+        gpu_hot: dict[str, list[GpuStats]] | None = None,
+        gpu_only: frozenset[str] = frozenset(),
+    ) -> Plan:
         self._why_busy.clear()
         with self.cache.lock:
             snap = Snapshot(
@@ -330,7 +372,7 @@ class Rebalancer:
                 recent_cpu_m=dict(self.recent.cpu_by_node(loads, now)),
                 cluster=self.cache.index,
             )
-            plan = self.judge.plan(view, nodes, snap)
+            plan = self.judge.plan(view, nodes, snap, gpu_hot, gpu_only)
             # The judge says "workload-unavailable" for every workload busy() turned away; the
             # skip carries busy()'s own reason (pdb, min-replicas, ...).
             for skip in plan.skips:
@@ -440,6 +482,7 @@ class Rebalancer:
         # From here a held move changes the state as the eviction would have.
         self.cooldowns.start(move.source, now, rest)
         self.streaks.reset(move.source)
+        self.gpu_streaks.reset(move.source)
         self.in_flight.add(move.workload, pod.uid, limits.IN_FLIGHT_MAX_S if not held else rest)
         self.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
         note = f"{move.note()}; node rests {rest:.0f}s"
@@ -449,10 +492,11 @@ class Rebalancer:
             self._log(WOULD_EVICT, move.source, pod.key, held, note, move.target)
             return WOULD_EVICT
         resource = max(move.high, key=lambda r: move.source_usage.get(r, 0.0) - move.high[r])
-        t.evictions.labels(f"{resource}-hot").inc()
+        reason = move.reason or f"{resource}-hot"
+        t.evictions.labels(reason).inc()
         self.writer.tell(pod, move.source, note, now + rest)
         summary["evicted"].append(pod.key)
-        self._log(EVICT, move.source, pod.key, f"{resource}-hot", note, move.target)
+        self._log(EVICT, move.source, pod.key, reason, note, move.target)
         log.info("evicted %s: %s", pod.key, note)
         return evictions.EVICTED
 

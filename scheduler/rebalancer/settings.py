@@ -16,6 +16,8 @@ rebalancer:
   resources:
   - {name: cpu, statistic: avg, high: 80, low: 50}     # statistic: avg | p95 | latest
   consecutive: 3              # fresh observations above high before a node counts as hot
+  gpu: {utilHigh: 90, memoryHigh: 90}  # GPU-hot (profiles with GpuLoad only): a GPU's % busy
+                              # (window average) or % of its framebuffer in use above these
   targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
   scoreMargin: 20             # the target must outscore the hot node by more than this
   evictJobs: false
@@ -47,6 +49,7 @@ from scheduler.framework import CPU, MAX_NODE_SCORE, MEMORY
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.fields import Fields
 from scheduler.framework.labels import EVERYTHING, LabelSelector
+from scheduler.rebalancer.gpuhot import GpuRule
 
 AVG, P95, LATEST = "avg", "p95", "latest"
 STATISTICS = (AVG, P95, LATEST)
@@ -77,6 +80,7 @@ class RebalancerSettings:
     threshold_mode: str = ABSOLUTE
     rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
     consecutive: int = 3
+    gpu: GpuRule = GpuRule()
     targets_must_be_cold: bool = True
     # Points of the profile's weighted total. A fifth of one plugin's range: the demo's winning
     # margins were 5-38 points, and a near-tie with the hot node flips on seconds of newer load.
@@ -150,6 +154,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         kill_switch_file=f.string("killSwitchFile", d.kill_switch_file),
         threshold_mode=f.string("thresholds", d.threshold_mode, choices=(ABSOLUTE, DEVIATION)),
         consecutive=f.integer("consecutive", d.consecutive, 1, 100),
+        gpu=_gpu_rule(f.section("gpu")),
         targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
         score_margin=f.integer("scoreMargin", d.score_margin, 0, 100 * MAX_NODE_SCORE),
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),
@@ -195,6 +200,16 @@ def _rule(f: Fields, mode: str) -> ResourceRule:
     )
     if mode == ABSOLUTE and rule.low >= rule.high:
         raise f.error("low", f"must be below high ({rule.high:g}), got {rule.low:g}")
+    f.finish()
+    return rule
+
+
+def _gpu_rule(f: Fields) -> GpuRule:
+    d = GpuRule()
+    rule = GpuRule(
+        util_high=f.number("utilHigh", d.util_high, 0.0, 100.0),
+        memory_high=f.number("memoryHigh", d.memory_high, 0.0, 100.0),
+    )
     f.finish()
     return rule
 

@@ -105,7 +105,7 @@ def rebalancer(
     body = {
         "watcherAddress": watcher_url,
         "leaderElection": doc.pop("leaderElection", {"leaderElect": False}),
-        "profiles": [{"schedulerName": "ballast"}],
+        "profiles": doc.pop("profiles", [{"schedulerName": "ballast"}]),
         "rebalancer": {
             "interval": "300ms",
             "consecutive": 2,

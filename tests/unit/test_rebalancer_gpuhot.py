@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from scheduler.framework.gpus import GpuLoads, GpuStats
 from scheduler.framework.profile import Profile
+from scheduler.framework.resources import node_info
+from scheduler.framework.snapshot import snapshot_of
 from scheduler.plugins import gpu_load, node_resources_fit
 from scheduler.rebalancer import gpuhot
+from scheduler.rebalancer.classify import UNKNOWN, HotStreaks, classify_gpus
 from scheduler.rebalancer.gpuhot import GpuRule
+from scheduler.rebalancer.judge import Judge
+from scheduler.rebalancer.settings import RebalancerSettings
+from tests.unit import test_rebalancer_judge as tj
 from tests.unit.plugin_helpers import container, make_pod
 
 NOW = 10_000.0
@@ -73,3 +79,86 @@ def test_the_gpu_resource_names_come_from_the_profiles_gpu_load():
     assert gpuhot.gpu_resource_names(with_gpus) == ("example.com/gpu",)
     without = Profile("p", [node_resources_fit.Plugin()], [])
     assert gpuhot.gpu_resource_names(without) is None
+
+
+# --- the judge: a GPU-hot node loses GPU pods only -----------------------------------------
+def gpu_node_doc(name: str):
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", GPU: "2"}
+    return node_info(
+        {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {},
+            "status": {
+                "capacity": capacity,
+                "allocatable": dict(capacity),
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def running(name: str, gpus: int = 0):
+    requests = {"cpu": "500m", **({GPU: str(gpus)} if gpus else {})}
+    body = {"metadata": {"name": name}, "spec": {"containers": [container(requests=requests)]}}
+    return tj.replica(body, "ml", f"{name}-rs")
+
+
+def gpu_cluster():
+    nodes = [gpu_node_doc(n) for n in ("gpu-a", "gpu-b", "gpu-c")]
+    placed = [
+        (running("web"), "gpu-a"),
+        (running("train", 1), "gpu-a"),
+        (running("serve", 1), "gpu-a"),
+    ]
+    # gpu-a's CPU is normal (under high 80, over low 50); gpu-b and gpu-c are cold.
+    loads_ = {"gpu-a": tj.cpu_load(60), "gpu-b": tj.cpu_load(20), "gpu-c": tj.cpu_load(20)}
+    return snapshot_of(nodes, placed, loads_)
+
+
+def gpu_judge():
+    return Judge(
+        tj.PROFILE,
+        RebalancerSettings(score_margin=0, max_per_node=3),
+        tj.ESTIMATOR,
+        lambda w: False,
+        NAMES,
+    )
+
+
+def test_a_gpu_hot_node_loses_one_gpu_pod_the_one_on_its_hot_gpu_to_a_node_not_gpu_hot():
+    snap = gpu_cluster()
+    hot = {"gpu-a": [gpu("1", 99, 1, pods=("ml/train",))], "gpu-c": [gpu("0", 99, 1)]}
+    plan = gpu_judge().plan(tj.view_of(snap), ["gpu-a"], snap, hot, frozenset({"gpu-a"}))
+    assert [(m.pod.name, m.source, m.target, m.reason) for m in plan.moves] == [
+        ("train", "gpu-a", "gpu-b", gpuhot.GPU_HOT)
+    ]
+    assert "GPU-hot" in plan.moves[0].note()
+
+
+def test_without_gpu_hot_figures_a_cpu_normal_node_loses_nothing():
+    snap = gpu_cluster()
+    assert gpu_judge().plan(tj.view_of(snap), ["gpu-a"], snap).moves == []
+    # GPU-hot but not confirmed so (`gpu_only`): the CPU rules, which find it not over high.
+    hot = {"gpu-a": [gpu("1", 99, 1)]}
+    assert gpu_judge().plan(tj.view_of(snap), ["gpu-a"], snap, hot).moves == []
+
+
+def test_gpu_streaks_count_new_samples_and_start_over_on_stale_figures():
+    streaks = HotStreaks()
+
+    def observe(age: float, util: float = 99.0) -> int:
+        _, view = classify_gpus(["n"], loads({"n": (gpu("0", util, 1, age=age),)}), NOW, RULE)
+        streaks.observe(view)
+        states.append(view.state["n"])
+        return streaks.count.get("n", 0)
+
+    states: list[str] = []
+    assert observe(5.0) == 1
+    assert observe(5.0) == 1  # the same sample again: no new evidence
+    assert observe(1.0) == 2
+    assert observe(31.0) == 0  # past its horizon: unknown, the streak starts over
+    assert states[-1] == UNKNOWN
+    assert observe(0.5) == 1
+    assert observe(0.2, util=10.0) == 0  # cooler
+    hot, view = classify_gpus(["n", "none"], loads({}), NOW, RULE)
+    assert hot == {} and view.state == {"n": UNKNOWN, "none": UNKNOWN}
