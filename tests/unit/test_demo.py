@@ -146,6 +146,10 @@ def test_the_loop_closes_only_relieved_and_not_bounced_back():
     assert loop([moved], {"medium-2": (95.0, 71.0, 20.0)})
     assert not loop([], {})  # nothing acted on
     assert not loop([moved], {"medium-2": (95.0, 83.0, 90.0)})  # still hot
+    other = Eviction("demo/web-1", "small-1", "xlarge-1", "web", 91.0, "web-9", "large-1")
+    # One node relieved is the loop closed; the other's refusals are printed beside it.
+    assert loop([moved, other], {"medium-2": (95.0, 83.0, 90.0), "small-1": (91.0, 70.0, 30.0)})
+    assert not loop([moved, other], {"medium-2": (95.0, 83.0, 9.0), "small-1": (91.0, 85.0, 9.0)})
     assert not loop([moved, back], {"medium-2": (95.0, 71.0, 20.0)})
     assert not loop([moved, unbound], {"medium-2": (95.0, 71.0, 20.0)})
 
