@@ -38,23 +38,29 @@ def bin_dir() -> Path:
     return defaults.cache_dir() / "bin" / versions.cache_tag()
 
 
-def binary(name: str) -> Path:
-    """Path of a built component; raises with the command to run when it is not built yet."""
+def binary(name: str, how: str = "") -> Path:
+    """Path of a built component; raises with the command to run when it is not built yet
+    (`how`, or the one this module knows for its own components)."""
     path = bin_dir() / name
     if not path.is_file():
-        how = "ballast sandbox build --with-kube-scheduler"
-        if name == versions.trimaran_binary():
-            how = "ballast sandbox build --with-trimaran"
-        elif name == versions.helm_binary():
-            how = "make helm-build"
-        elif name == versions.metrics_server_binary():
-            how = "ballast sandbox build --with-metrics-server"
-        elif name in (versions.koord_scheduler_binary(), versions.koord_descheduler_binary()):
-            how = "ballast sandbox build --with-koordinator"
-        elif name != "kube-scheduler":
-            how = "make sandbox-build"
+        how = how or _how_to_build(name)
         raise BinaryMissingError(f"{name} is not built ({path} missing): run `{how}`")
     return path
+
+
+def _how_to_build(name: str) -> str:
+    """The command that builds one of the sandbox's own components."""
+    if name == versions.trimaran_binary():
+        return "ballast sandbox build --with-trimaran"
+    if name == versions.helm_binary():
+        return "make helm-build"
+    if name == versions.metrics_server_binary():
+        return "ballast sandbox build --with-metrics-server"
+    if name in (versions.koord_scheduler_binary(), versions.koord_descheduler_binary()):
+        return "ballast sandbox build --with-koordinator"
+    if name != "kube-scheduler":
+        return "make sandbox-build"
+    return "ballast sandbox build --with-kube-scheduler"
 
 
 def wanted(

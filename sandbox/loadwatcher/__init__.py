@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox import build, versions
-from sandbox.errors import BinaryMissingError, BuildError
+from sandbox.errors import BuildError
 
 MODULE_DIR = Path(__file__).resolve().parent
 COMMAND = "github.com/paypal/load-watcher"
@@ -26,12 +26,7 @@ PORT = 2020  # load-watcher's own, not configurable
 
 def binary() -> Path:
     """The built binary; raises with the command to run when it is missing."""
-    path = build.bin_dir() / versions.load_watcher_binary()
-    if not path.is_file():
-        raise BinaryMissingError(
-            f"{path.name} is not built ({path} missing): run `python -m sandbox.loadwatcher`"
-        )
-    return path
+    return build.binary(versions.load_watcher_binary(), how="python -m sandbox.loadwatcher")
 
 
 def ensure_built(say: build.Printer = print) -> Path:

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox import build, versions
-from sandbox.errors import BinaryMissingError, BuildError
+from sandbox.errors import BuildError
 from sandbox.storeproc import StoreProcess
 
 MODULE_DIR = Path(__file__).resolve().parent
@@ -26,12 +26,7 @@ COMMAND = "github.com/thanos-io/thanos/cmd/thanos"
 
 def binary() -> Path:
     """The built binary; raises with the command to run when it is missing."""
-    path = build.bin_dir() / versions.thanos_binary()
-    if not path.is_file():
-        raise BinaryMissingError(
-            f"{path.name} is not built ({path} missing): run `make thanos-build`"
-        )
-    return path
+    return build.binary(versions.thanos_binary(), how="make thanos-build")
 
 
 def ensure_built(say: build.Printer = print) -> Path:

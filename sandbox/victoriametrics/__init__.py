@@ -20,7 +20,6 @@ from pathlib import Path
 import yaml
 
 from sandbox import build, versions
-from sandbox.errors import BinaryMissingError
 from sandbox.storeproc import StoreProcess
 
 MODULE = "github.com/VictoriaMetrics/VictoriaMetrics"
@@ -32,12 +31,7 @@ LATENCY_OFFSET = "1s"
 
 def binary() -> Path:
     """The built binary; raises with the command to run when it is missing."""
-    path = build.bin_dir() / versions.victoriametrics_binary()
-    if not path.is_file():
-        raise BinaryMissingError(
-            f"{path.name} is not built ({path} missing): run `make victoriametrics-build`"
-        )
-    return path
+    return build.binary(versions.victoriametrics_binary(), how="make victoriametrics-build")
 
 
 def ensure_built(say: build.Printer = print) -> Path:
