@@ -85,14 +85,19 @@ bench-watcher: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.watcher $(BENCH_ARGS)
 
 # 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
-# spread (1 round); results in bench/results/scheduler*.json.
+# spread (1 round); results in bench/results/scheduler*.json. With BENCH_ARGS (--quick: 200
+# nodes, one round, bench/results/scheduler-quick.json) one run of bench.scheduler instead.
 bench-scheduler: kube-scheduler-build $(VENV)/.bench-installed
+ifdef BENCH_ARGS
+	$(PY) -m bench.scheduler $(BENCH_ARGS)
+else
 	$(PY) -m bench.scheduler
 	$(PY) -m bench.scheduler --workload spread --rounds 1
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
 	# in-process CPU per cycle and the store's memory at 10,000 pods on 5,000 nodes.
 	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json
 	$(PY) -m bench.explain_cost
+endif
 
 # The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
 bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed

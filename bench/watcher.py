@@ -1,8 +1,9 @@
 """`make bench-watcher`: the watcher at 5,000 synthetic nodes through a real Prometheus.
 
-`make bench-watcher BENCH_ARGS="--nodes 10000"` for issue 11's size (its own goals, results in
-bench/results/watcher-10000.json). One synthetic exporter (5,000 nodes x 8 CPUs), one
-Prometheus scraping it every 5 s, one Redis.
+`make bench-watcher BENCH_ARGS=--quick` for 500 nodes and shorter load tests (about 2
+minutes, bench/results/watcher-quick.json); `BENCH_ARGS="--nodes 10000"` for issue 11's size
+(its own goals, results in bench/results/watcher-10000.json). One synthetic exporter (5,000
+nodes x 8 CPUs), one Prometheus scraping it every 5 s, one Redis.
 After a full rate() window of samples:
 - bare PromQL: the watcher's own queries sent straight to Prometheus (as curl would), both
   side by side as the poller sends them, and one after the other;
@@ -49,7 +50,14 @@ from typing import Any
 import requests
 import yaml
 
-from bench.common import child_pids, new_figure, process_rss_mb, redraw_option, save
+from bench.common import (
+    child_pids,
+    new_figure,
+    process_rss_mb,
+    redraw_option,
+    save,
+    sized,
+)
 from bench.provenance import write_result
 from sandbox import loadwatcher, versions
 from sandbox.exporter import SyntheticExporter
@@ -295,12 +303,7 @@ def run(
         poll_p50 = statistics.median(ticks)
         bare_p50 = statistics.median(bare_par)
         return {
-            "machine": {
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-                # Other work on the machine slows Prometheus and the poller alike: judge by it.
-                "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
-            },
+            "machine": machine(load_start),
             "setup": {
                 "store": kind,
                 "store_version": store_version,
@@ -510,11 +513,7 @@ def run_vs_load_watcher(
             ["prometheus", "--version"], capture_output=True, text=True, timeout=10
         ).stdout.split(" (")[0]
         return {
-            "machine": {
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-                "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
-            },
+            "machine": machine(load_start),
             "setup": {
                 "nodes": nodes,
                 "cpus_per_node": cpus,
@@ -553,6 +552,16 @@ def run_vs_load_watcher(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def machine(load_start: float) -> dict[str, Any]:
+    """The cores, Python and the load average at the start and now: other work on the machine
+    slows Prometheus and the poller alike, so a result is judged by it."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average_1m_at_start_and_end": [load_start, round(os.getloadavg()[0], 2)],
+    }
+
+
 def picture_path(result: Path) -> Path:
     """docs/images/ for a result in bench/results/, else beside the result."""
     folder = IMAGES if result.resolve().parent == RESULTS.parent else result.parent
@@ -584,12 +593,30 @@ def draw_vs_load_watcher(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
+FULL = {"nodes": 5000, "rounds": 10, "duration": 10.0}
+
+
+def result_name(base: str, nodes: int, quick: bool) -> str:
+    """A result's file name: `base` at the full size, else with the node count, or `-quick`
+    for a quick run (never the file the docs quote)."""
+    if quick:
+        return f"{base}-quick"
+    return base if nodes == FULL["nodes"] else f"{base}-{nodes}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="500 nodes, 3 rounds of 5 s load tests; results in a -quick file of their own",
+    )
+    parser.add_argument("--nodes", type=int, default=None, help="default 5,000 (quick 500)")
     parser.add_argument("--cpus", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per load test")
+    parser.add_argument("--rounds", type=int, default=None, help="default 10 (quick 3)")
+    parser.add_argument(
+        "--duration", type=float, default=None, help="seconds per load test, default 10 (quick 5)"
+    )
     parser.add_argument("--store", choices=STORES, default="prometheus")
     parser.add_argument("--clients", type=int, default=2, help="clients of GET /watcher")
     parser.add_argument(
@@ -605,15 +632,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     redraw_option(parser, "--redraw", "draw a --vs-load-watcher result again, without running")
     args = parser.parse_args(argv)
+    sized(args, {"nodes": 500, "rounds": 3, "duration": 5.0}, FULL)
     if args.redraw is not None:
         doc = json.loads(args.redraw.read_text())
         print(draw_vs_load_watcher(doc, picture_path(args.redraw)))
         return 0
     if args.vs_load_watcher:
         output = args.output or RESULTS.with_name(
-            "watcher-vs-load-watcher.json"
-            if args.nodes == 5000
-            else f"watcher-vs-load-watcher-{args.nodes}.json"
+            f"{result_name('watcher-vs-load-watcher', args.nodes, args.quick)}.json"
         )
         clients = 4 if args.clients == 2 else args.clients  # 2 is the default of the other mode
         result = run_vs_load_watcher(args.nodes, args.cpus, args.duration, clients)
@@ -623,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         print(draw_vs_load_watcher(result, picture_path(output)))
         return 0
     if args.output is None:
-        name = "watcher" if args.nodes == 5000 else f"watcher-{args.nodes}"
+        name = result_name("watcher", args.nodes, args.quick)
         if args.store != "prometheus":
             name += f"-{args.store}"
         args.output = RESULTS.with_name(f"{name}.json")
