@@ -1,9 +1,11 @@
 """What the benchmarks share: the sandbox and the schedulers they start, the pod watches, the
-raw binder and the pod creator, and the /proc readers for CPU and memory.
+raw binder and the pod creator, the /proc readers for CPU and memory, and how their pictures
+and tables are drawn.
 
 `bench.scheduler`, `bench.scheduler_perf`, `bench.cache_scale`, `bench.scheduler_startup`,
 `bench.api_write_cost`, `bench.chaos`, `bench.profiles` and `bench.explain_cost` build on this
-module rather than on one another.
+module rather than on one another; the placement and rebalancing benchmarks start their stack
+through `bench.simulated_cluster`.
 """
 
 from __future__ import annotations
@@ -207,30 +209,98 @@ def redraw_option(parser: argparse.ArgumentParser, flag: str, what: str) -> None
     parser.add_argument(flag, type=Path, default=None, metavar="JSON", help=what)
 
 
-def new_figure(width: float, height: float) -> tuple[Any, Any]:
+def new_figure(width: float, height: float, **layout: Any) -> tuple[Any, Any]:
     """A matplotlib figure and its axes, drawn to files only (the `bench` extra brings
-    matplotlib; it is imported here so that a benchmark imports it only to draw)."""
+    matplotlib; it is imported here so that a benchmark imports it only to draw). `layout`:
+    `plt.subplots`' other arguments (nrows, ncols, sharey, width_ratios)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # files only: no display on a CI machine
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(width, height))
+    return plt.subplots(figsize=(width, height), **layout)
 
 
-def save(fig: Any, path: Path, legend: str = "best") -> None:
-    """The figure's legend placed, then the figure written to `path` and closed."""
+def save(
+    fig: Any, path: Path, legend: str | None = "best", title: str = "", dpi: int = 110
+) -> Path:
+    """The legend of the first axes placed (`legend=None`: the caller placed its legends), the
+    title over all axes, then the figure written to `path` (its folder made) and closed."""
     import matplotlib.pyplot as plt
 
-    fig.axes[0].legend(fontsize=8, loc=legend)
+    if legend is not None:
+        fig.axes[0].legend(fontsize=8, loc=legend)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
+    return path
+
+
+# The contenders of the placement and rebalancing pictures, each with its own colour.
+COLORS = {
+    # the placement benchmark's schedulers
+    "ballast-tlp": "#1b7837",
+    "ballast-lvrb": "#5aae61",
+    "ballast-tlp-always": "#762a83",
+    "ballast-lvrb-always": "#af8dc3",
+    "trimaran-tlp": "#c51b7d",
+    "trimaran-lvrb": "#e9a3c9",
+    "kube-scheduler": "#4575b4",
+    "koordinator": "#e08214",
+    "koordinator-agg": "#fdb863",
+    # the rebalancing benchmark's
+    "none": "#4575b4",
+    "ballast": "#1b7837",
+    "ballast-n1": "#7fbf7b",
+    "ballast-latest": "#5aae61",
+    "descheduler": "#c51b7d",
+    "koord-descheduler": "#e08214",
+}
+
+
+def color_of(contender: str) -> str:
+    """The contender's colour in every benchmark's pictures (grey for one without)."""
+    return COLORS.get(contender, "grey")
+
+
+def draw_scenarios(
+    doc: dict[str, Any], folder: Path, prefix: str, draw: Callable[..., Path]
+) -> list[Path]:
+    """One picture per scenario of a result whose `runs` each name their scenario:
+    `draw(scenario, doc["setup"], runs, path)` into `folder/<prefix>-<scenario>.png`."""
+    paths = []
+    for scenario in dict.fromkeys(run["scenario"] for run in doc["runs"]):
+        runs = [r for r in doc["runs"] if r["scenario"] == scenario]
+        paths.append(draw(scenario, doc["setup"], runs, folder / f"{prefix}-{scenario}.png"))
+    return paths
 
 
 def spread(values: list[float]) -> dict[str, float]:
     """Median, min and max of a figure over rounds or seeds."""
     return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
+
+
+def median_table(
+    runs: list[dict[str, Any]],
+    contenders: list[str],
+    columns: tuple[tuple[str, str], ...],
+    title: str,
+) -> str:
+    """A markdown table of each contender's figures over `runs` (each with a `contenders` map):
+    per column (key, heading) the median, followed by (min..max) where they differ."""
+    out = [f"| {title} | " + " | ".join(label for _, label in columns) + " |"]
+    out.append("| --- " * (len(columns) + 1) + "|")
+    for c in contenders:
+        cells = []
+        for key, _ in columns:
+            values = [r["contenders"][c][key] for r in runs if c in r["contenders"]]
+            extent = f" ({min(values):g}..{max(values):g})" if min(values) != max(values) else ""
+            cells.append(f"{statistics.median(values):g}{extent}")
+        out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 # -- contenders, watches, binders --------------------------------------------------------------

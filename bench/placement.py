@@ -30,10 +30,8 @@ import argparse
 import hashlib
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,20 +39,18 @@ from pathlib import Path
 from typing import Any
 
 import requests
-import yaml
 from kubernetes import client
 
-from bench.common import BindTracker, PodMaker, wait_watcher
+from bench.common import BindTracker, PodMaker
 from bench.provenance import write_result
-from sandbox import koordinator, nodemetric, processes
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.demo_stack import Stack
-from sandbox.exporter import SyntheticExporter
+from bench.simulated_cluster import SimulatedCluster, ballast_argv
+from sandbox import koordinator, nodemetric
+from sandbox.controlplane import ControlPlane
 from sandbox.koordinator.scheduler import start_koord_scheduler
 from sandbox.kube_scheduler import start_kube_scheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
-from sandbox.simulator import NodeCapacity, PodUse, Simulator, SimulatorConfig, node_loads
+from sandbox.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
 from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
 from sandbox.trace import for_scenarios
 from sandbox.trimaran import (
@@ -464,13 +460,8 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
 
 
 def _start_ballast(plane: ControlPlane, contender: str, watcher_url: str, work: Path) -> None:
-    cfg = work / f"{contender}.yaml"
-    cfg.write_text(yaml.safe_dump(_ballast_config(contender, watcher_url), sort_keys=False))
-    port = processes.free_port()
-    # The interpreter as argv[0]: the sandbox's stop checks a recorded pid still runs argv[0],
-    # and a console script's process runs the interpreter.
-    argv = [sys.executable, "-m", "ballast.cli", "scheduler", "--config", str(cfg)]
-    argv += ["--kubeconfig", str(plane.kubeconfig), "--metrics-listen", f"127.0.0.1:{port}"]
+    config = _ballast_config(contender, watcher_url)
+    argv, port = ballast_argv(plane, work, contender, "scheduler", config, "--metrics-listen")
     argv += ["--log-level", "WARNING"]
     if contender == "ballast-gpu":
         # GPU figures are refused on only while fresh: this bench's 2 s polls keep them so for
@@ -536,76 +527,39 @@ def pod_body(contender: str, j: int, p: PodPlan) -> dict[str, Any]:
     }
 
 
-class Services:
-    """One run's sandbox, simulator, watcher (on Prometheus or metrics-server), Redis and the
+class Services(SimulatedCluster):
+    """One run's simulated cluster (its watcher on Prometheus or metrics-server) and the
     contenders' schedulers; `stop` ends whatever of it started."""
 
     def __init__(
         self,
-        work: Path,
+        prefix: str,
         specs: list[NodeSpec],
         config: SimulatorConfig,
         contenders: list[str],
         source: str = "prometheus",
     ) -> None:
-        self.work, self.specs, self.config, self.contenders = work, specs, config, contenders
-        self.from_metrics_server = source == "metrics-server"
-        self.plane = ControlPlane(
-            work / "sandbox",
-            Ports.free(),
-            die_with_parent=True,
-            metrics_server=self.from_metrics_server,
+        koordinator_pools = {c for c in contenders if c.startswith("koordinator")}
+        koordinator_nodes = {s.name for s in specs if s.labels.get(POOL_LABEL) in koordinator_pools}
+        super().__init__(
+            prefix,
+            specs,
+            config,
+            WATCHER_ENV,
+            metrics_server=source == "metrics-server",
+            node_metrics=NODE_METRICS,
+            node_metrics_for=koordinator_nodes,
         )
-        self.stack = Stack(work / "services")
-        self.exporter: SyntheticExporter | None = None
-        self.simulator: Simulator | None = None
-        self.node_metrics: nodemetric.NodeMetricWriter | None = None
-        self.api: Any = None
-        self.watcher_url = ""
+        self.contenders = contenders
 
     def start(self) -> Any:
         """The API client, every contender running and the watcher reporting every node."""
-        plane, stack = self.plane, self.stack
-        plane.start(self.specs)
-        self.api = api = plane.api_client()
+        api = self.start_cluster()
         ensure_namespace(api, NAMESPACE)
-        if not self.from_metrics_server:
-            self.exporter = SyntheticExporter().start()
-        on_tick = self._start_node_metrics(api)
-        self.simulator = Simulator(
-            api, self.exporter, self.config, kwok_usage=self.from_metrics_server, on_tick=on_tick
-        ).start()
-        if not self.simulator.wait_synced(60):
-            raise TimeoutError("the simulator could not list nodes and pods")
-        redis_url = stack.start_redis()
-        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(plane.kubeconfig))
-        if self.exporter is None:
-            env["BALLAST_PROVIDER"] = "metrics-server"
-            self.watcher_url = stack.start_watcher("", redis_url, env)
-        else:
-            prom = stack.start_prometheus(self.exporter.target)
-            self.watcher_url = stack.start_watcher(prom, redis_url, env)
-        wait_watcher(self.watcher_url, [s.name for s in self.specs])
         self._wait_node_metrics()
         for c in self.contenders:
-            start_contender(plane, c, self.watcher_url, self.work)
+            start_contender(self.plane, c, self.watcher_url, self.work)
         return api
-
-    def _koordinator_nodes(self) -> set[str]:
-        pools = {c for c in self.contenders if c.startswith("koordinator")}
-        return {s.name for s in self.specs if s.labels.get(POOL_LABEL) in pools}
-
-    def _start_node_metrics(self, api: Any) -> Any:
-        """Koordinator's CRDs and the NodeMetric writer for its pools (None without them)."""
-        nodes = self._koordinator_nodes()
-        if not nodes:
-            return None
-        koordinator.apply_crds(api)
-        self.node_metrics = nodemetric.NodeMetricWriter(
-            api, NODE_METRICS, include=nodes.__contains__
-        )
-        self.node_metrics.start()
-        return self.node_metrics.observe
 
     def _wait_node_metrics(self, timeout: float = 60.0) -> None:
         """Until every Koordinator node has a reported NodeMetric: as Ballast waits for its
@@ -625,7 +579,7 @@ class Services:
                 for m in listed["items"]
                 if field in ((m.get("status") or {}).get("nodeMetric") or {})
             }
-            if self._koordinator_nodes() <= reported:
+            if self.node_metrics_for <= reported:
                 return
             time.sleep(0.5)
         raise TimeoutError(f"no NodeMetric status for every Koordinator node in {timeout:.0f} s")
@@ -634,16 +588,7 @@ class Services:
         # The schedulers first, while the apiserver still answers their last calls.
         for c in self.contenders:
             stop_scheduler(self.plane, c)
-        self.stack.stop()
-        if self.simulator is not None:
-            self.simulator.stop(timeout=2.0)
-        if self.node_metrics is not None:
-            self.node_metrics.stop(timeout=2.0)
-        if self.exporter is not None:
-            self.exporter.stop()
-        if self.api is not None:
-            self.api.close()
-        self.plane.stop()
+        super().stop()
 
 
 def run_one(
@@ -661,8 +606,9 @@ def run_one(
         for c in contenders
         for i, n in enumerate(node_plans)
     ]
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-{scenario.name}-{seed}-"))
-    services = Services(work, specs, config, contenders, source)
+    services = Services(
+        f"ballast-placement-{scenario.name}-{seed}-", specs, config, contenders, source
+    )
     plane = services.plane
     ok = False
     try:
@@ -716,12 +662,8 @@ def run_one(
         return {"scenario": scenario.name, "seed": seed, "contenders": results}
     finally:
         stopping = time.monotonic()
-        services.stop()
+        services.close(ok, say)
         say(f"  stack stopped in {time.monotonic() - stopping:.0f} s")
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
 
 
 def _placements(

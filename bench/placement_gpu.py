@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ from typing import Any
 import requests
 
 from bench import placement as pl
-from bench.common import BindTracker, PodMaker
+from bench.common import BindTracker, PodMaker, new_figure, save
 from bench.provenance import write_result
 from sandbox import gpusim
 from sandbox.nodes import NodeSpec
@@ -159,8 +157,7 @@ def run_one(seed: int, contenders: list[str], say=print) -> dict[str, Any]:
     plans = plan(seed)
     specs = [s for c in contenders for s in node_specs(c)]
     config = SimulatorConfig(seed=seed, ramp_seconds=RAMP_SECONDS, background_cpu=(5.0, 15.0))
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-gpu-{seed}-"))
-    services = pl.Services(work, specs, config, contenders)
+    services = pl.Services(f"ballast-placement-gpu-{seed}-", specs, config, contenders)
     ok = False
     try:
         started = time.monotonic()
@@ -203,11 +200,7 @@ def run_one(seed: int, contenders: list[str], say=print) -> dict[str, Any]:
         ok = True
         return {"scenario": "gpu-shared", "seed": seed, "contenders": results}
     finally:
-        services.stop()
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
+        services.close(ok, say)
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -235,11 +228,6 @@ def goals(summary: dict[str, dict[str, float]]) -> dict[str, bool | None]:
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     summary = doc["summary"]
     names = list(summary)
     titles = {
@@ -248,7 +236,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
         "pods_not_started": "pods whose GPU memory did not fit",
         "pending": "pods left pending (fit nowhere)",
     }
-    fig, axes = plt.subplots(1, len(titles), figsize=(3.6 * len(titles), 3.6))
+    fig, axes = new_figure(3.6 * len(titles), 3.6, ncols=len(titles))
     for ax, (measure_name, title) in zip(axes, titles.items(), strict=True):
         values = [summary[c][measure_name] for c in names]
         ax.bar(range(len(names)), values, color=["#2f6fb0", "#999999", "#d08a2c"][: len(names)])
@@ -258,15 +246,11 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
         for i, v in enumerate(values):
             ax.annotate(f"{v:g}", (i, v), ha="center", va="bottom", fontsize=9)
     seeds = len(doc["runs"])
-    fig.suptitle(
+    title = (
         f"gpu-shared: {NODES} nodes x {GPUS} GPUs x {REPLICAS} replicas per pool, "
-        f"{WAVES * PER_WAVE} pods, medians of {seeds} seed(s)",
-        fontsize=10,
+        f"{WAVES * PER_WAVE} pods, medians of {seeds} seed(s)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path, legend=None, title=title)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,45 +13,23 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-COLORS = {
-    "ballast-tlp": "#1b7837",
-    "ballast-lvrb": "#5aae61",
-    "ballast-tlp-always": "#762a83",
-    "ballast-lvrb-always": "#af8dc3",
-    "trimaran-tlp": "#c51b7d",
-    "trimaran-lvrb": "#e9a3c9",
-    "kube-scheduler": "#4575b4",
-    "koordinator": "#e08214",
-    "koordinator-agg": "#fdb863",
-}
+from bench.common import color_of, draw_scenarios, new_figure, save
 
 
 def plot_all(doc: dict[str, Any], folder: Path, prefix: str = "placement") -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on a CI machine
-    paths = []
-    scenarios = list(dict.fromkeys(run["scenario"] for run in doc["runs"]))
-    for scenario in scenarios:
-        runs = [r for r in doc["runs"] if r["scenario"] == scenario]
-        path = folder / f"{prefix}-{scenario}.png"
-        _plot_scenario(scenario, doc["setup"], runs, path)
-        paths.append(path)
-    return paths
+    return draw_scenarios(doc, folder, prefix, _plot_scenario)
 
 
-def _plot_scenario(scenario: str, setup: dict[str, Any], runs: list[dict], path: Path) -> None:
-    import matplotlib.pyplot as plt
-
+def _plot_scenario(scenario: str, setup: dict[str, Any], runs: list[dict], path: Path) -> Path:
     contenders = [c for c in setup["contenders"] if c in runs[0]["contenders"]]
     target = setup["target"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), width_ratios=(1, 1.3))
+    fig, (left, right) = new_figure(13, 4.8, ncols=2, width_ratios=(1, 1.3))
     finals = [[x for r in runs for x in r["contenders"][c]["final_cpu"]] for c in contenders]
     left.boxplot(finals, showfliers=False, widths=0.55)
     jitter = random.Random(0)
     for i, (c, values) in enumerate(zip(contenders, finals, strict=True), start=1):
         xs = [i + jitter.uniform(-0.18, 0.18) for _ in values]
-        left.scatter(xs, values, s=7, alpha=0.45, color=COLORS.get(c, "grey"), zorder=3)
+        left.scatter(xs, values, s=7, alpha=0.45, color=color_of(c), zorder=3)
     for level, style, label in ((target, "--", f"target {target} %"), (100, ":", "100 %")):
         left.axhline(level, color="black", linestyle=style, linewidth=1, label=label)
     left.set_xticks(range(1, len(contenders) + 1), [_short(c) for c in contenders])
@@ -65,7 +43,7 @@ def _plot_scenario(scenario: str, setup: dict[str, Any], runs: list[dict], path:
         median = [statistics.median(s[t] for s in series) for t in range(length)]
         low = [min(s[t] for s in series) for t in range(length)]
         high = [max(s[t] for s in series) for t in range(length)]
-        color = COLORS.get(c, "grey")
+        color = color_of(c)
         right.plot(range(length), median, color=color, label=_short(c), linewidth=1.8)
         if len(series) > 1:
             right.fill_between(range(length), low, high, color=color, alpha=0.12)
@@ -76,10 +54,7 @@ def _plot_scenario(scenario: str, setup: dict[str, Any], runs: list[dict], path:
     seeds = len(runs)
     right.set_title(f"hottest node over time ({'median of ' if seeds > 1 else ''}{seeds} seed(s))")
     right.legend(loc="upper left", fontsize=8)
-    fig.suptitle(f"{scenario}: {setup['scenarios'].get(scenario, '')}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return save(fig, path, None, f"{scenario}: {setup['scenarios'].get(scenario, '')}")
 
 
 def _short(contender: str) -> str:

@@ -22,17 +22,13 @@ state at the end.
 from __future__ import annotations
 
 import random
-import shutil
-import statistics
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from bench import placement as pl
-from bench.common import BindTracker, PodMaker
+from bench.common import BindTracker, PodMaker, median_table
 from sandbox.nodes import NodeSpec
 from sandbox.trace import Trace
 from sandbox.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
@@ -117,8 +113,7 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         for c in contenders
         for i, n in enumerate(node_plans)
     ]  # fmt: skip
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-placement-trace-{seed}-"))
-    services = pl.Services(work, specs, config, contenders)
+    services = pl.Services(f"ballast-placement-trace-{seed}-", specs, config, contenders)
     ok = False
     try:
         started = time.monotonic()
@@ -166,11 +161,7 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
             "contenders": results,
         }  # fmt: skip
     finally:
-        services.stop()
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
+        services.close(ok, say)
 
 
 def _body(contender: str, j: int, p: pl.PodPlan, memory: int) -> dict[str, Any]:
@@ -194,16 +185,7 @@ def markdown(doc: dict[str, Any]) -> str:
     runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
     if not runs:
         return ""
-    out = ["| trace | " + " | ".join(label for _, label in COLUMNS) + " |"]
-    out.append("| --- " * (len(COLUMNS) + 1) + "|")
-    for c in doc["setup"]["contenders"]:
-        cells = []
-        for m, _ in COLUMNS:
-            values = [r["contenders"][c][m] for r in runs if c in r["contenders"]]
-            spread = f" ({min(values):g}..{max(values):g})" if min(values) != max(values) else ""
-            cells.append(f"{statistics.median(values):g}{spread}")
-        out.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
+    return median_table(runs, doc["setup"]["contenders"], COLUMNS, "trace")
 
 
 def setup(trace: Trace) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.common import new_figure, save
+
 WORKLOAD = "PreemptionAsync"
 # Ballast's threads in the order they are stacked; the rest go to "other"
 THREADS = ("scheduling-loop", "reflector-pods", "preempt-victim", "preempt", "events", "bind")
@@ -45,15 +47,10 @@ def split(figures: dict[str, Any]) -> dict[str, float]:
 
 
 def plot(runs: list[tuple[str, dict[str, Any]]], out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on a CI machine
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(15, 5.5))
+    fig, ax = new_figure(15, 5.5)
     x, ticks, labels, groups = 0.0, [], [], []
     legend_done = False
-    colours = plt.get_cmap("tab10").colors
+    colours = [f"C{j}" for j in range(10)]  # matplotlib's default cycle, tab10
     for label, doc in runs:
         first = x
         for i, figures in enumerate(rounds_of(doc)):
@@ -99,10 +96,7 @@ def plot(runs: list[tuple[str, dict[str, Any]]], out: Path) -> Path:
         "kube-scheduler, round by round"
     )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save(fig, out, legend=None, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,37 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COLORS = {
-    "none": "#4575b4",
-    "ballast": "#1b7837",
-    "ballast-n1": "#7fbf7b",
-    "ballast-latest": "#5aae61",
-    "descheduler": "#c51b7d",
-    "koord-descheduler": "#e08214",
-}
+from bench.common import color_of, draw_scenarios, new_figure, save
 
 
 def plot_all(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on a CI machine
-    paths = []
-    for scenario in dict.fromkeys(run["scenario"] for run in doc["runs"]):
-        runs = [r for r in doc["runs"] if r["scenario"] == scenario]
-        path = folder / f"{prefix}-{scenario}.png"
-        _plot(scenario, doc["setup"], runs, path)
-        paths.append(path)
-    return paths
+    return draw_scenarios(doc, folder, prefix, _plot)
 
 
-def _plot(scenario: str, setup: dict[str, Any], runs: list[dict], path: Path) -> None:
-    import matplotlib.pyplot as plt
-
+def _plot(scenario: str, setup: dict[str, Any], runs: list[dict], path: Path) -> Path:
     contenders = [c for c in setup["contenders"] if c in runs[0]["contenders"]]
-    fig, axes = plt.subplots(1, len(contenders), figsize=(5 * len(contenders), 4), sharey=True)
+    fig, axes = new_figure(5 * len(contenders), 4, ncols=len(contenders), sharey=True)
     axes = list(axes) if len(contenders) > 1 else [axes]
     for ax, c in zip(axes, contenders, strict=True):
-        color = COLORS.get(c, "grey")
+        color = color_of(c)
         for i, run in enumerate(runs):
             r = run["contenders"][c]
             xs = [t for t, _ in r["hottest_over_time"]]
@@ -58,7 +40,4 @@ def _plot(scenario: str, setup: dict[str, Any], runs: list[dict], path: Path) ->
         ax.set_ylim(0, max(130, ax.get_ylim()[1]))
     axes[0].set_ylabel("hottest node CPU % (true demand)")
     axes[0].legend(loc="upper left", fontsize=7)
-    fig.suptitle(f"rebalance, {scenario}: {setup['scenarios'][scenario]}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return save(fig, path, None, f"rebalance, {scenario}: {setup['scenarios'][scenario]}")

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.common import new_figure, save
 from bench.watcher import RESULTS, STORES
 
 IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
@@ -47,15 +48,10 @@ def figures(doc: dict[str, Any]) -> dict[str, float]:
 
 
 def plot(nodes: int, docs: dict[str, dict[str, Any]], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on a CI machine
-    import matplotlib.pyplot as plt
-
     stores = list(docs)
     rows = [figures(docs[s]) for s in stores]
     x = range(len(stores))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = new_figure(11, 4.2, ncols=2)
     width = 0.27
     left.bar([i - width for i in x], [r["bare"] for r in rows], width, label="bare PromQL")
     left.bar(list(x), [r["poll"] for r in rows], width, label="watcher poll")
@@ -78,11 +74,7 @@ def plot(nodes: int, docs: dict[str, dict[str, Any]], path: Path) -> Path:
     right.set_ylabel("ms")
     right.set_title(f"GET /watcher (all nodes), {rows[0]['clients']} clients")
     right.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path, legend=None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from bench import common
@@ -70,3 +71,50 @@ def test_a_quick_scheduler_run_never_writes_the_result_the_docs_quote() -> None:
     assert default_name("plain", 1000, quick=True) == "scheduler-quick.json"
     assert default_name("spread", 5000) == "scheduler-spread-5000.json"
     assert default_name("spread", 1000, quick=True) == "scheduler-spread-quick.json"
+
+
+def test_a_quick_watcher_run_never_writes_the_result_the_docs_quote() -> None:
+    from bench.watcher import result_name
+
+    assert result_name("watcher", 5000, quick=False) == "watcher"
+    assert result_name("watcher", 10000, quick=False) == "watcher-10000"
+    assert result_name("watcher", 500, quick=True) == "watcher-quick"
+    assert (
+        result_name("watcher-vs-load-watcher", 5000, quick=True) == "watcher-vs-load-watcher-quick"
+    )
+
+
+def test_median_table_gives_the_median_and_the_extent_where_runs_differ() -> None:
+    runs = [
+        {"contenders": {"a": {"hot": 3, "lost": 0}, "b": {"hot": 1, "lost": 0}}},
+        {"contenders": {"a": {"hot": 9, "lost": 0}, "b": {"hot": 2, "lost": 0}}},
+        {"contenders": {"a": {"hot": 4, "lost": 0}}},
+    ]
+    table = common.median_table(runs, ["a", "b"], (("hot", "hot s"), ("lost", "lost")), "trace")
+    assert table.splitlines() == [
+        "| trace | hot s | lost |",
+        "| --- | --- | --- |",
+        "| a | 4 (3..9) | 0 |",
+        "| b | 1.5 (1..2) | 0 |",
+    ]
+
+
+def test_draw_scenarios_hands_each_scenario_its_own_runs() -> None:
+    doc = {
+        "setup": {"x": 1},
+        "runs": [
+            {"scenario": "s", "seed": 1},
+            {"scenario": "t", "seed": 1},
+            {"scenario": "s", "seed": 2},
+        ],
+    }
+    drawn: list[tuple[str, list[int], str]] = []
+
+    def draw(scenario: str, setup: dict, runs: list[dict], path: Any) -> Any:
+        assert setup == {"x": 1}
+        drawn.append((scenario, [r["seed"] for r in runs], path.name))
+        return path
+
+    paths = common.draw_scenarios(doc, Path("/nowhere"), "bench", draw)
+    assert drawn == [("s", [1, 2], "bench-s.png"), ("t", [1], "bench-t.png")]
+    assert [p.name for p in paths] == ["bench-s.png", "bench-t.png"]
