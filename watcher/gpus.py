@@ -16,6 +16,11 @@ stats.py, staleness.py), one column per GPU (`node/index`); a GPU's horizon is t
 its utilisation's and its memory use's (in percent of its framebuffer). The poller holding the
 lock polls GPUs after pods, and stores one JSON document the API serves (/api/v1/gpus). A
 poller taking over starts an empty GPU window: it fills within a few polls.
+
+A distributed store missing a part answers partially (the node path's rule, watcher/lacking.py):
+the store's note goes in `lastPoll.partial` per query and `counters.partialAnswers`, and a GPU
+such an answer leaves out keeps its last window with the shortest horizon, so it turns stale
+(GpuLoad then never refuses on it) instead of vanishing or reading as idle.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from watcher.errors import ProviderError
 from watcher.gpupods import GpuProfiles, parse_pods, pod_shares
+from watcher.lacking import Lacking
 from watcher.nodenames import NodeNamer
 from watcher.staleness import horizon, state, worst
 from watcher.stats import summarize
@@ -54,6 +60,7 @@ class GpuFetch:
     info: dict[GpuKey, tuple[str, str]] = field(default_factory=dict)  # (UUID, modelName)
     pods: dict[GpuKey, set[tuple[str, str]]] = field(default_factory=dict)  # (namespace, pod)
     mapped: bool = False  # the pod mapping was asked and answered
+    partial: dict[str, str] = field(default_factory=dict)  # query key -> the store's note
     rejected: Counter[str] = field(default_factory=Counter)
     error: ProviderError | None = None
 
@@ -112,7 +119,7 @@ class PrometheusGpus:
         result = GpuFetch(time=time.time())
         try:
             for key in QUERIES:
-                items = self.provider.vector(self.queries[key], result.time, f"gpu {key}")
+                items = self._answer(result, key, f"gpu {key}")
                 if key == UTIL and not items:
                     return result  # no GPU anywhere: the memory queries would say the same
                 values, info, rejected = parse(items, self.label, self.namer, key == UTIL)
@@ -120,13 +127,19 @@ class PrometheusGpus:
                 result.info.update(info)
                 result.rejected.update(rejected)
             if self.queries.get(PODS):  # the pod mapping: which pods use which GPU
-                items = self.provider.vector(self.queries[PODS], result.time, "gpu pods")
+                items = self._answer(result, PODS, "gpu pods")
                 result.pods, rejected = parse_pods(items, self.label, self.namer)
                 result.rejected.update(rejected)
                 result.mapped = True
         except ProviderError as exc:
             result.error = exc
         return result
+
+    def _answer(self, result: GpuFetch, key: str, what: str) -> list[Any]:
+        items, partial = self.provider.answer(self.queries[key], result.time, what)
+        if partial:
+            result.partial[key] = partial
+        return items
 
 
 def frame_of(fetch: GpuFetch) -> Frame | None:
@@ -159,9 +172,11 @@ def gpu_stats(
     info: dict[str, tuple[str, str]],
     tolerance: float,
     bounds: tuple[float, float],
+    lacking: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """{node: {GPU index: {uuid, model, util, memory, fbUsed, fbFree: {stat: value},
-    fbTotal, count, last, horizon}}} for every GPU with a sample in the window."""
+    fbTotal, count, last, horizon}}} for every GPU with a sample in the window; a GPU in
+    `lacking` (columns a partial answer left out) gets the shortest horizon."""
     columns = window.nodes()
     if not columns:
         return {}
@@ -189,7 +204,7 @@ def gpu_stats(
         gpu["last"] = max(float(s["last"][i]) for s in per_metric.values() if s["count"][i])
         gpu["horizon"] = round(
             min(float(h[i]) for k, h in horizons.items() if per_metric[k]["count"][i])
-            if any(per_metric[k]["count"][i] for k in horizons)
+            if any(per_metric[k]["count"][i] for k in horizons) and name not in lacking
             else bounds[0],
             3,
         )
@@ -244,6 +259,8 @@ class GpuPoller:
         self.info: dict[str, tuple[str, str]] = {}  # column -> (UUID, model)
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        self.partial_answers: Counter[str] = Counter()  # by query key
+        self.lacking = Lacking()  # per query key, GPU columns partial answers left out
         self.gpus = 0  # GPUs in the last poll's answer
         self.polls = 0
         self.last: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
@@ -255,6 +272,7 @@ class GpuPoller:
             "gpus": self.gpus,
             "pollErrors": dict(self.errors),
             "rejected": dict(self.rejected),
+            "partialAnswers": dict(self.partial_answers),
         }
 
     def poll(self) -> None:
@@ -267,11 +285,17 @@ class GpuPoller:
         else:
             self._logged = {k for k in self._logged if not k.startswith("error:")}
             self.last = {"time": fetch.time, "ok": True, "error": None}
+        for key, note in fetch.partial.items():
+            self.partial_answers[key] += 1
+            self._log_once(f"partial:{key}", f"GPU query {key}: partial answer ({note})")
+        if not fetch.partial:
+            self._logged = {k for k in self._logged if not k.startswith("partial:")}
         # A partial answer (utilisation before a failed memory query) still counts.
         frame = frame_of(fetch)
         if frame is not None:
             self.window.add(frame)
             self.info.update({column(k): v for k, v in fetch.info.items()})
+        self.lacking.update(fetch, frame)
         self.gpus = len(fetch.values.get(UTIL) or {})
         used, util = fetch.values.get(FB_USED) or {}, fetch.values.get(UTIL) or {}
         shares = pod_shares(fetch.pods, used, util)
@@ -288,13 +312,29 @@ class GpuPoller:
         self.window.trim(fetch.time)
         live = set(self.window.nodes())
         self.info = {k: v for k, v in self.info.items() if k in live}
+        lacking = {c for columns in self.lacking.nodes.values() for c in columns}
+        nodes = gpu_stats(self.window, self.info, self.tolerance, self.bounds, lacking)
+        self.lacking.known(
+            {
+                column((node, index)): gpu
+                for node, gpus in nodes.items()
+                for index, gpu in gpus.items()
+            }
+        )
+        # The store's note per query whose answer lacked data, and how many GPUs are missing
+        # from such answers (kept at their last window, aging), as the node poll reports them.
+        self.last = {
+            **self.last,
+            "partial": dict(fetch.partial) or None,
+            "lacking": self.lacking.counts() or None,
+        }
         doc = {
             "built": fetch.time,
             "window": self.window.length,
             "expiry": self.expiry,
             "lastPoll": self.last,
             "counters": self.counters(),
-            "nodes": gpu_stats(self.window, self.info, self.tolerance, self.bounds),
+            "nodes": nodes,
             "workloads": self.profiles.doc(),
         }
         if fetch.mapped:  # which pods use each GPU now: the scheduler predicts the next one's

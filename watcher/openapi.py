@@ -35,7 +35,8 @@ LAST_POLL = {
         "lacking": {
             "type": "object",
             "nullable": True,
-            "description": "metric key -> nodes left out of partial answers (kept, aging)",
+            "description": "metric key -> nodes (GPUs, in /api/v1/gpus) left out of partial "
+            "answers (kept, aging)",
             "additionalProperties": {"type": "integer"},
         },
     },

@@ -109,16 +109,74 @@ def test_a_cluster_without_gpus_has_no_entries():
     assert doc["nodes"] == {} and doc["lastPoll"]["ok"] is True
 
 
-class OneQuery:
-    """The provider's vector() as PrometheusGpus uses it; records what was asked."""
+def two_gpus(t: float, partial: dict[str, str] | None = None, lose: str = "") -> GpuFetch:
+    """gpu-0 and gpu-1 holding still; `lose` left out of the answer."""
+    out = GpuFetch(t, {UTIL: {}, FB_USED: {}, FB_FREE: {}}, partial=dict(partial or {}))
+    for node, util in (("gpu-0", 10.0), ("gpu-1", 80.0)):
+        if node != lose:
+            key = (node, "0")
+            out.values[UTIL][key] = util
+            out.values[FB_USED][key], out.values[FB_FREE][key] = 1000.0, 9000.0
+            out.info[key] = ("GPU-" + node, "NVIDIA A100")
+    return out
 
-    def __init__(self, answers: dict[str, list]) -> None:
+
+def test_a_partial_answer_is_reported_and_its_missing_gpus_turn_stale_not_gone():
+    store = MemoryStore(60.0)
+    t0 = 1_000_000.0
+    note = {UTIL: "warning: shard b unreachable", FB_USED: "warning: shard b unreachable"}
+    answers = [
+        two_gpus(t0),
+        two_gpus(t0 + 1),
+        two_gpus(t0 + 2, partial=note, lose="gpu-1"),
+        two_gpus(t0 + 3, lose="gpu-1"),  # complete, still without it: still lacking
+        two_gpus(t0 + 4),  # back
+    ]
+    poller = GpuPoller(Scripted(answers), store, 60.0, 60.0, 5.0, (2.0, 60.0))
+    for _ in range(2):
+        poller.poll()
+    doc = json.loads(store.gpus_doc())
+    assert doc["lastPoll"]["partial"] is None and doc["lastPoll"]["lacking"] is None
+    assert doc["nodes"]["gpu-1"]["0"]["horizon"] == 60.0  # still: trusted to the upper bound
+
+    poller.poll()
+    doc = json.loads(store.gpus_doc())
+    assert doc["lastPoll"]["ok"] is True and doc["lastPoll"]["partial"] == note
+    assert doc["lastPoll"]["lacking"] == {UTIL: 1, FB_USED: 1}
+    assert doc["counters"]["partialAnswers"] == {UTIL: 1, FB_USED: 1}
+    kept = doc["nodes"]["gpu-1"]["0"]  # its last window, never dropped or zeroed
+    assert kept["util"]["latest"] == 80.0 and kept["last"] == t0 + 1
+    assert kept["horizon"] == 2.0  # the shortest: stale two seconds after its last sample
+    assert doc["nodes"]["gpu-0"]["0"]["horizon"] == 60.0
+    assert with_state(doc, t0 + 3.5)["nodes"]["gpu-1"]["state"] == "stale"
+    assert with_state(doc, t0 + 3.5)["nodes"]["gpu-0"]["state"] == "fresh"
+
+    poller.poll()
+    doc = json.loads(store.gpus_doc())
+    assert doc["lastPoll"]["partial"] is None and doc["lastPoll"]["lacking"] == {
+        UTIL: 1,
+        FB_USED: 1,
+    }
+    assert doc["nodes"]["gpu-1"]["0"]["horizon"] == 2.0
+
+    poller.poll()
+    doc = json.loads(store.gpus_doc())
+    assert doc["lastPoll"]["lacking"] is None
+    assert doc["nodes"]["gpu-1"]["0"]["horizon"] == 60.0
+    assert doc["counters"]["partialAnswers"] == {UTIL: 1, FB_USED: 1}
+
+
+class OneQuery:
+    """The provider's answer() as PrometheusGpus uses it; records what was asked."""
+
+    def __init__(self, answers: dict[str, list], notes: dict[str, str] | None = None) -> None:
         self.answers = answers
+        self.notes = notes or {}
         self.asked: list[str] = []
 
-    def vector(self, query: str, at: float, what: str = "query") -> list:
+    def answer(self, query: str, at: float, what: str = "query") -> tuple[list, str | None]:
         self.asked.append(query)
-        return self.answers.get(query, [])
+        return self.answers.get(query, []), self.notes.get(query)
 
 
 def test_no_gpu_series_means_one_query_per_poll():
@@ -134,6 +192,16 @@ def test_no_gpu_series_means_one_query_per_poll():
     result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
     assert len(provider.asked) == 4 and result.values[UTIL] == {("gpu-0", "0"): 3.0}
     assert provider.asked[3] == queries["pods"] and "DCGM_FI_DEV_GPU_UTIL" in queries["pods"]
+    assert result.partial == {}
+    # The store's note on an answer comes with the fetch, by query key.
+    answers = {queries[UTIL]: [item("gpu-0", "0", "3")]}
+    provider = OneQuery(answers, {queries[FB_FREE]: "shard b down", queries["pods"]: "b"})
+    result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
+    assert result.partial == {FB_FREE: "shard b down", "pods": "b"}
+    # No GPU in a partial answer: said so, and the memory queries still skipped.
+    provider = OneQuery({}, {queries[UTIL]: "shard b down"})
+    result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
+    assert provider.asked == [queries[UTIL]] and result.partial == {UTIL: "shard b down"}
 
 
 class Owners:
