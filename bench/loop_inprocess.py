@@ -11,7 +11,9 @@ event path, as the watch would, and the event recorder only counts. Nothing is m
 test would need: no API is involved at all.
 
 `python -m bench.loop_inprocess --nodes 1000 --pods 2000 [--no-record] [--profile]` prints CPU
-per pod (process time over the loop) and a digest of the placements.
+per pod (process time over the loop) and a digest of the placements. `--gpu-load` adds GpuLoad's
+filter and score (weight 5, docs/gpu.md) to the profile: the plain pods request no GPU, so this
+is what a GPU-enabled profile costs pods without GPUs (bench.loop_ab compares the two).
 
 `--preempt N` runs PreemptionAsync's preemptor phase instead, as bench.scheduler_perf does live:
 every node full of low-priority pods (four 900m, one 100m, kwok-like start times), then N
@@ -46,6 +48,14 @@ from scheduler.runtime import _Feed
 from scheduler.serve.status import Telemetry
 
 SCHEDULER = "ballast"
+# The default profile plus GpuLoad as docs/gpu.md enables it.
+GPU_LOAD_PROFILE = {
+    "schedulerName": SCHEDULER,
+    "plugins": {
+        "filter": {"enabled": [{"name": "GpuLoad"}]},
+        "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
+    },
+}
 
 
 def node_doc(i: int) -> dict[str, Any]:
@@ -204,7 +214,7 @@ def full_cluster(nodes: int) -> list[dict[str, Any]]:
 
 
 def build(
-    nodes: int, pods: int, record: bool, preempt: bool = False
+    nodes: int, pods: int, record: bool, preempt: bool = False, gpu_load: bool = False
 ) -> tuple[Cycle, SchedulingQueue, ConfirmingBinder, dict[str, dict]]:
     queue = SchedulingQueue(1.0, 10.0, 60.0)
     recent = RecentlyBound()
@@ -212,7 +222,7 @@ def build(
     cache._replace_nodes([node_doc(i) for i in range(nodes)])
     listed = full_cluster(nodes) if preempt else [pod_doc(i) for i in range(pods)]
     docs = {doc["metadata"]["uid"]: doc for doc in listed}
-    profiles = build_profiles(parse_config({}))
+    profiles = build_profiles(parse_config({"profiles": [GPU_LOAD_PROFILE]} if gpu_load else {}))
     for plugin in profiles[SCHEDULER].post_filters:
         plugin.rng = random.Random(2)  # DefaultPreemption's offset: the same run every time
     holder: dict[str, Any] = {}
@@ -282,9 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preempt", type=int, default=0, help="preemptors (see above)")
     parser.add_argument("--no-record", action="store_true", help="decision recording off")
     parser.add_argument("--profile", action="store_true", help="cProfile the loop")
+    parser.add_argument("--gpu-load", action="store_true", help="GpuLoad in the profile")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args(argv)
-    cycle, queue, binder, docs = build(args.nodes, args.pods, not args.no_record, args.preempt > 0)
+    cycle, queue, binder, docs = build(
+        args.nodes, args.pods, not args.no_record, args.preempt > 0, args.gpu_load
+    )
     done: list[int] = []
 
     def run() -> None:
