@@ -2,10 +2,12 @@
 
 Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
 evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
-scheduler, which places every pod of every pool, replacements included. One pool of
-identical nodes (same sizes, seeded background per node index) run at the same time, each with
-the same Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB
-of maxUnavailable 1 per Deployment); only the rebalancer differs:
+scheduler, which places every replacement in every pool. One pool of identical nodes (same
+sizes, seeded background per node index) per contender run at the same time, each with the same
+Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB of
+maxUnavailable 1 per Deployment). Paired: every pool starts from one placement, the first
+pool's as Ballast's scheduler made it, copied into the others by binding each workload's pods
+to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 
 - none: nothing moves pods after binding;
 - ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
@@ -13,6 +15,8 @@ of maxUnavailable 1 per Deployment); only the rebalancer differs:
   the threshold), to measure what the default's three observations buy and cost;
 - ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
   its average, to measure what the average's lag buys and costs;
+- ballast-p95, ballast-n5, ballast-h70, ballast-h90: the other candidates for the defaults
+  (issue 35's table: statistic p95; 5 observations; hot above 70 % or 90 %), only when named;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -25,7 +29,8 @@ Scenarios: drift (some workloads' use triples), hot-start (some nodes' backgroun
 trace's VMs as workloads: bench.rebalance_trace, docs/trace.md). Measures come from the
 simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
 pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
-rebalance-<scenario>.png (hottest node over time, eviction marks).
+rebalance-<scenario>.png (hottest node over time, eviction marks); `--quick` (one seed, every
+scenario shortened, four contenders): rebalance-quick.json.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +55,7 @@ import requests
 import yaml
 from kubernetes import client
 
-from bench.common import wait_watcher
+from bench.common import sized, wait_watcher
 from bench.provenance import write_result
 from sandbox import descheduler, koordinator, nodemetric, processes
 from sandbox.controlplane import ControlPlane, Ports
@@ -70,6 +76,10 @@ CONTENDERS = {
     "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
     "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
     "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
+    "ballast-p95": "Ballast rebalancer on the window's 95th percentile, 3 fresh observations",
+    "ballast-n5": "Ballast rebalancer, hot on 5 fresh observations (consecutive: 5)",
+    "ballast-h70": "Ballast rebalancer, hot above 70 % (avg, 3 fresh observations)",
+    "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
 }
@@ -81,7 +91,17 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-latest": {
         "resources": [{"name": "cpu", "statistic": "latest", "high": HIGH, "low": LOW}]
     },
+    "ballast-p95": {"resources": [{"name": "cpu", "statistic": "p95", "high": HIGH, "low": LOW}]},
+    "ballast-n5": {"consecutive": 5},
+    "ballast-h70": {"resources": [{"name": "cpu", "statistic": "avg", "high": 70.0, "low": LOW}]},
+    "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
 }
+# The contenders a run has unless --contenders names others: the defaults' candidates
+# (ballast-p95, -n5, -h70, -h90) only when asked for, as issue 35's table of defaults does.
+DEFAULT_CONTENDERS = (
+    "none", "ballast", "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
+)  # fmt: skip
+QUICK_CONTENDERS = ("none", "ballast", "descheduler", "koord-descheduler")
 NODES = 8
 NODE_CPU = 2
 WORKLOADS = 8
@@ -96,6 +116,7 @@ HOT_NODES = 2  # nodes whose background jumps in "hot-start"
 RAMP_SECONDS = 10.0
 SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
 BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
+PLACE_TIMEOUT = 120.0  # seconds for a pool's pods to be placed
 INTERVAL = 10.0  # both rebalancers' round period
 WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
@@ -117,6 +138,8 @@ class Scenario:
     name: str
     about: str
     observe: float = 180.0  # seconds after the change
+    settle: float = SETTLE_SECONDS
+    before: float = BEFORE_CHANGE
 
 
 SCENARIOS = {
@@ -129,6 +152,10 @@ SCENARIOS = {
         Scenario("trace", "a day of the Bitbrains trace's VMs as workloads", observe=576.0),
     )
 }
+# `--quick`: every scenario once, shorter (a rebalancer acts within about a minute of a node
+# going hot: three 10 s rounds after the watcher's 15 s rate range sees it).
+QUICK_TIMES = {"drift": 80.0, "hot-start": 80.0, "stable": 60.0, "trace": 100.0}
+QUICK_SETTLE, QUICK_BEFORE = 10.0, 10.0
 
 
 # -- the plan: a pure function of scenario and seed ---------------------------------------------
@@ -531,23 +558,25 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         recorder = Recorder(sim, api, contenders, p)
         recorder.start()
         apps, policy = client.AppsV1Api(api), client.PolicyV1Api(api)
-        for c in contenders:
+
+        def create_pool(c: str) -> None:
             ensure_namespace(api, namespace(c))
-        for w in range(WORKLOADS):
-            for c in contenders:
+            for w in range(WORKLOADS):
                 body = deployment(w, c, p.requests_m[w])
                 apps.create_namespaced_deployment(namespace(c), body, _request_timeout=T)
                 policy.create_namespaced_pod_disruption_budget(
                     namespace(c), pdb(w), _request_timeout=T
                 )
+
+        place_paired(services, watcher_url, contenders, create_pool, recorder.replicas)
         total = WORKLOADS * REPLICAS * len(contenders)
         _wait(lambda: sum(recorder.lost(c) == 0 for c in contenders) == len(contenders), 120,
               f"{total} pods bound")  # fmt: skip
-        time.sleep(SETTLE_SECONDS)
+        time.sleep(scenario.settle)
         say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
         start_rebalancers(plane, prom, watcher_url, work, contenders)
         recorder.measuring = True
-        time.sleep(BEFORE_CHANGE)
+        time.sleep(scenario.before)
         change = time.time()
         recorder.drift_on = True
         for idx, hot in zip(p.heating, p.hot_background, strict=True):
@@ -587,6 +616,84 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
             shutil.rmtree(work, ignore_errors=True)
         else:
             say(f"  logs kept in {work}")
+
+
+# -- the paired start: one placement, copied into every pool -----------------------------------
+def paired_bindings(
+    reference: dict[str, list[int]], pending: dict[str, list[str]]
+) -> dict[str, int]:
+    """Pod name -> node index: each workload's pods (by name) on the node indexes of that
+    workload's replicas in the reference pool. A workload with more pods than placed replicas
+    in the reference keeps the rest pending, for the scheduler."""
+    out: dict[str, int] = {}
+    for w, pods in pending.items():
+        out.update(zip(sorted(pods), sorted(reference.get(w, [])), strict=False))
+    return out
+
+
+def _pool_pods(core: client.CoreV1Api, c: str) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+    """(workload -> node indexes of its bound pods, workload -> names of its pending pods)."""
+    placed: dict[str, list[int]] = {}
+    pending: dict[str, list[str]] = {}
+    for pod in core.list_namespaced_pod(namespace(c), _request_timeout=T).items:
+        if pod.metadata.deletion_timestamp:
+            continue
+        w, node = workload_of(pod.metadata.name), pod.spec.node_name
+        if node:
+            placed.setdefault(w, []).append(int(node.rsplit("-", 1)[1]))
+        else:
+            pending.setdefault(w, []).append(pod.metadata.name)
+    return placed, pending
+
+
+def _bind(core: client.CoreV1Api, ns: str, pod: str, node: str) -> None:
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=pod),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    # Not preloaded: the client cannot parse the Status a Binding answers with.
+    core.create_namespaced_binding(ns, body, _request_timeout=T, _preload_content=False)
+
+
+def place_paired(
+    services: Services,
+    watcher_url: str,
+    contenders: list[str],
+    create_pool: Callable[[str], None],
+    replicas: dict[str, int],
+) -> None:
+    """Every pool starts from one placement (issue 34's paired design), so what differs between
+    pools afterwards is their rebalancer's doing: the first pool is placed by Ballast's scheduler;
+    then, the scheduler stopped, every other pool's pods are bound to the nodes of the same
+    indexes, and the scheduler starts again to place the replacements."""
+    core = client.CoreV1Api(services.api)
+    reference, *others = contenders
+    create_pool(reference)
+    want = sum(replicas.values())
+
+    def reference_placed() -> bool:
+        placed, _ = _pool_pods(core, reference)
+        return sum(min(len(placed.get(w, [])), n) for w, n in replicas.items()) == want
+
+    # Not fatal: a pod the scheduler cannot place stays pending in every pool, as it would.
+    deadline = time.monotonic() + PLACE_TIMEOUT
+    while not reference_placed() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not others:
+        return
+    stop_scheduler(services.plane, "scheduler")
+    placed, _ = _pool_pods(core, reference)
+    for c in others:
+        create_pool(c)
+
+        def created(c: str = c) -> bool:
+            bound, pending = _pool_pods(core, c)
+            return all(len(pending.get(w, [])) == n for w, n in replicas.items()) and not bound
+
+        _wait(created, PLACE_TIMEOUT, f"pool {c}'s pods created")
+        for pod, idx in paired_bindings(placed, _pool_pods(core, c)[1]).items():
+            _bind(core, namespace(c), pod, node_name(c, idx))
+    _start_scheduler(services.plane, watcher_url, services.work)
 
 
 def start_rebalancers(
@@ -742,10 +849,19 @@ def _cell(spread: dict[str, Any]) -> str:
 # -- the command --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.rebalance", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, every scenario shortened, four contenders (rebalance-quick.json)",
+    )
     parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
-    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
-    parser.add_argument("--contenders", help=f"comma-separated, of {', '.join(CONTENDERS)}")
-    parser.add_argument("--out", type=Path, default=RESULTS / "rebalance.json")
+    parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(SEEDS)})")
+    parser.add_argument(
+        "--contenders",
+        help=f"comma-separated (default {', '.join(DEFAULT_CONTENDERS)}), "
+        f"of {', '.join(CONTENDERS)}",
+    )
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--observe", type=float, help="seconds after the change, every scenario")
     parser.add_argument("--table", type=Path, help="print a results JSON as markdown and exit")
     parser.add_argument(
@@ -755,6 +871,13 @@ def main(argv: list[str] | None = None) -> int:
         "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
     )
     args = parser.parse_args(argv)
+    sized(
+        args,
+        quick={"seeds": 1, "contenders": ",".join(QUICK_CONTENDERS),
+               "out": RESULTS / "rebalance-quick.json"},
+        full={"seeds": len(SEEDS), "contenders": ",".join(DEFAULT_CONTENDERS),
+              "out": RESULTS / "rebalance.json"},
+    )  # fmt: skip
     from bench import rebalance_trace  # it builds on this module
 
     if args.table:
@@ -767,14 +890,21 @@ def main(argv: list[str] | None = None) -> int:
     trace = for_scenarios(args.trace, bool(args.scenarios)) if "trace" in names else None
     if trace is None and "trace" in names:
         names.remove("trace")
-    contenders = args.contenders.split(",") if args.contenders else list(CONTENDERS)
+    contenders = args.contenders.split(",")
+    unknown = [c for c in contenders if c not in CONTENDERS]
+    if unknown:
+        parser.error(f"unknown contenders {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
     if "descheduler" in contenders:
         descheduler.ensure_built()
     if KOORD in contenders:
         koordinator.ensure_built()
     seeds = list(range(1, args.seeds + 1))
-    if args.observe:
-        for n in names:
+    for n in names:
+        if args.quick:
+            SCENARIOS[n] = replace(
+                SCENARIOS[n], observe=QUICK_TIMES[n], settle=QUICK_SETTLE, before=QUICK_BEFORE
+            )
+        if args.observe:
             SCENARIOS[n] = replace(SCENARIOS[n], observe=args.observe)
     started = time.monotonic()
     runs = []

@@ -5,9 +5,10 @@ the first day is what came before every window). The VMs become Deployments (san
 one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a VM core given 50 m of
 request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every 2 s, one watcher
 poll): a seeded choice of VMs, as many as fill FILL of the pool's CPU with requests, the same
-in every pool. Ballast's scheduler places them (kube-scheduler in the descheduler's pool, the
-pair upstream runs) before the replay starts; then every pool's rebalancer runs while the day
-plays (576 s).
+in every pool. Ballast's scheduler places them in the first pool before the replay starts and
+every other pool starts from a copy of that placement (`bench.rebalance.place_paired`); the
+replacements are placed by Ballast's scheduler, in the descheduler's pool by kube-scheduler (the
+pair upstream runs). Then every pool's rebalancer runs while the day plays (576 s).
 
 Measured from the simulator's true demand as in `bench.rebalance.measure`, plus:
 - false evictions: by the node's true series, the eviction's node with the evicted pod's use
@@ -50,7 +51,6 @@ FILL = 0.9  # of the pool's CPU, in scaled requests
 PLAYER = PlayerConfig()
 REPLAY_SECONDS = STEPS_PER_DAY * PLAYER.step_seconds  # one day
 WINDOW = float(rb.WATCHER_ENV["BALLAST_WINDOW"])  # the false-eviction horizon
-PLACE_TIMEOUT = 120.0
 # Pools kube-scheduler places (replacements included) instead of Ballast's scheduler: the
 # descheduler runs beside kube-scheduler, as upstream's pair does.
 KUBE_SCHEDULER_POOLS = ("descheduler",)
@@ -138,25 +138,33 @@ def run_one(
     try:
         started = time.monotonic()
         api, sim, prom, watcher_url = services.start()
-        if any(c in KUBE_SCHEDULER_POOLS for c in contenders):
-            start_kube_scheduler(plane)
         recorder = TraceRecorder(sim, api, contenders, rb.plan(rb.SCENARIOS["stable"], seed))
         recorder.replicas = {workload_name(vm): n for vm, n in chosen}
         recorder.start()
         apps, policy = client.AppsV1Api(api), client.PolicyV1Api(api)
-        for c in contenders:
+
+        def create_pool(c: str) -> None:
             ns = rb.namespace(c)
             ensure_namespace(api, ns)
             for vm, n in chosen:
                 body = deployment(vm, n, c, player)
                 apps.create_namespaced_deployment(ns, body, _request_timeout=rb.T)
                 policy.create_namespaced_pod_disruption_budget(ns, pdb(vm), _request_timeout=rb.T)
+
+        # The reference placement is Ballast's scheduler's: a kube-scheduler pool copies it too
+        # (kube-scheduler starts after the copy, for its pool's replacements), unless it is alone.
+        order = sorted(contenders, key=lambda c: c in KUBE_SCHEDULER_POOLS)
+        if order[0] in KUBE_SCHEDULER_POOLS:
+            start_kube_scheduler(plane)
+        rb.place_paired(services, watcher_url, order, create_pool, recorder.replicas)
+        if order[0] not in KUBE_SCHEDULER_POOLS and any(c in KUBE_SCHEDULER_POOLS for c in order):
+            start_kube_scheduler(plane)
         pods = sum(n for _, n in chosen)
-        deadline = time.monotonic() + PLACE_TIMEOUT
+        deadline = time.monotonic() + rb.PLACE_TIMEOUT
         while time.monotonic() < deadline and any(recorder.lost(c) for c in contenders):
             time.sleep(0.5)
         pending = {c: recorder.lost(c) for c in contenders}
-        time.sleep(rb.SETTLE_SECONDS)
+        time.sleep(scenario.settle)
         say(f"  stack up, {len(chosen)} workloads ({pods} pods a pool, pending {pending}) "
             f"placed and settled in {time.monotonic() - started:.0f} s")  # fmt: skip
         rb.start_rebalancers(plane, prom, watcher_url, work, contenders)

@@ -75,3 +75,23 @@ def test_descheduler_policy_uses_the_metric_resource():
     assert args["targetThresholds"] == {"MetricResource": 80}
     assert args["metricsUtilization"] == {"source": "Prometheus", "prometheus": {"query": "q"}}
     assert args["evictableNamespaces"] == {"exclude": ["a"]} and doc["nodeSelector"] == "pool=x"
+
+
+def test_paired_bindings_copy_the_reference_node_indexes_per_workload():
+    reference = {"w0": [3, 1, 1], "w1": [0]}
+    pending = {"w0": ["w0-b-2", "w0-a-9", "w0-c-1"], "w1": ["w1-x-1", "w1-y-2"]}
+    got = rebalance.paired_bindings(reference, pending)
+    # by pod name and by index: the same multiset of nodes as the reference, per workload
+    assert got == {"w0-a-9": 1, "w0-b-2": 1, "w0-c-1": 3, "w1-x-1": 0}
+    # a pod the reference could not place stays pending, for the scheduler
+    assert "w1-y-2" not in got
+    assert rebalance.paired_bindings({}, {"w2": ["w2-a-1"]}) == {}
+
+
+def test_quick_covers_every_scenario():
+    assert set(rebalance.QUICK_TIMES) == set(rebalance.SCENARIOS)
+    assert set(rebalance.QUICK_CONTENDERS) <= set(rebalance.DEFAULT_CONTENDERS)
+    assert set(rebalance.DEFAULT_CONTENDERS) | {"ballast-p95", "ballast-n5"} <= set(
+        rebalance.CONTENDERS
+    )
+    assert set(rebalance.REBALANCERS) <= set(rebalance.CONTENDERS)
