@@ -1,4 +1,4 @@
-"""The scheduling loop's CPU per plain pod, two source trees side by side (bench.loop_inprocess).
+"""The scheduling loop's CPU per pod without GPUs, source trees side by side (bench.loop_inprocess).
 
 Issue 38's goal for GPU support: scheduling CPU per pod for pods without GPUs unchanged. The live
 5,000-node benchmark takes a quarter of an hour and its figure moves with whatever else the
@@ -6,7 +6,9 @@ machine runs; this measures the loop thread's own CPU (process time over the loo
 apiserver) in each tree's own code, one run after the other in turn (A, B, A, B, ...), so that
 load from elsewhere falls on both alike. A variant may add arguments (`--gpu-load`: GpuLoad in
 the profile, for trees that have it). Each run's placements digest is kept: equal digests mean
-the trees took the very same decisions.
+the trees took the very same decisions. `--module "bench.perf_inprocess topology"` measures one
+of scheduler_perf's shapes instead (the filter and score passes alone; topology: a zone spread,
+as the 5,000-node benchmark's `spread` workload has).
 
 `python -m bench.loop_ab --variant before=/tmp/before --variant head=. --variant
 head+gpu=.:--gpu-load --nodes 5000 --pods 1000 --rounds 4 --out bench/results/NAME.json`
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -24,7 +27,7 @@ from typing import Any
 
 from bench.provenance import write_result
 
-LINE = re.compile(r"([\d.]+) ms CPU per pod, digest (\w+)")
+LINE = re.compile(r"([\d.]+) ms CPU per pod(?:, \d+ preempted)?, digest (\w+)")
 RUN_TIMEOUT = 1800.0  # one run at 5,000 nodes takes about a minute on 2 cores
 
 
@@ -70,8 +73,10 @@ def tree_commit(tree: Path) -> str | None:
     return done.stdout.strip()
 
 
-def run_once(tree: Path, extra: list[str], nodes: int, pods: int) -> tuple[float, str]:
-    argv = [sys.executable, "-m", "bench.loop_inprocess", "--nodes", str(nodes)]
+def run_once(
+    tree: Path, module: list[str], extra: list[str], nodes: int, pods: int
+) -> tuple[float, str]:
+    argv = [sys.executable, "-m", *module, "--nodes", str(nodes)]
     argv += ["--pods", str(pods), *extra]
     done = subprocess.run(
         argv, cwd=tree, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
@@ -90,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="NAME=TREE[:ARG,...], two or more; the first is the baseline",
     )
+    parser.add_argument(
+        "--module",
+        default="bench.loop_inprocess",
+        help="what runs, with its leading arguments (default %(default)s)",
+    )
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=4)
@@ -97,11 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if len(args.variant) < 2 or args.rounds < 1:
         parser.error("two variants or more, one round or more")
+    module = shlex.split(args.module)
     runs: dict[str, list[float]] = {name: [] for name, _, _ in args.variant}
     digests: dict[str, set[str]] = {name: set() for name, _, _ in args.variant}
     for round_ in range(args.rounds):
         for name, tree, extra in args.variant:
-            ms, digest = run_once(tree, extra, args.nodes, args.pods)
+            ms, digest = run_once(tree, module, extra, args.nodes, args.pods)
             runs[name].append(ms)
             digests[name].add(digest)
             print(
@@ -109,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
             )
     baseline = args.variant[0][0]
     doc = {
-        "what": "bench.loop_inprocess: the scheduling loop's CPU per plain pod (no GPU), "
-        f"{args.nodes} nodes, {args.pods} pods a run, the variants run in turn, "
-        f"{args.rounds} rounds",
+        "what": f"{args.module}: CPU per pod (pods without GPUs), {args.nodes} nodes, "
+        f"{args.pods} pods a run, the variants run in turn, {args.rounds} rounds",
+        "module": args.module,
         "nodes": args.nodes,
         "pods": args.pods,
         "rounds": args.rounds,

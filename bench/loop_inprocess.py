@@ -32,7 +32,7 @@ import hashlib
 import random
 from typing import Any
 
-from bench.perf_inprocess import measure
+from bench.perf_inprocess import GPU_LOAD_PROFILE, measure
 from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DecisionStore
 from scheduler.backend.queue import SchedulingQueue
@@ -48,14 +48,6 @@ from scheduler.runtime import _Feed
 from scheduler.serve.status import Telemetry
 
 SCHEDULER = "ballast"
-# The default profile plus GpuLoad as docs/gpu.md enables it.
-GPU_LOAD_PROFILE = {
-    "schedulerName": SCHEDULER,
-    "plugins": {
-        "filter": {"enabled": [{"name": "GpuLoad"}]},
-        "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
-    },
-}
 
 
 def node_doc(i: int) -> dict[str, Any]:

@@ -24,7 +24,8 @@ Node i carries zone `moon-{i % 3 + 1}`, as bench/scheduler_perf.py does.
 `python -m bench.perf_inprocess topology --nodes 5000 --init 5000 --pods 2000 [--profile]`
 prints CPU ms per measured pod and a digest of the placements (node per pod, victims per
 preemptor) so a change can be checked to keep every decision; `--profile` adds cProfile's
-top functions by cumulative time.
+top functions by cumulative time; `--gpu-load` adds GpuLoad to the profile (docs/gpu.md), which
+the measured pods, requesting no GPU, must not pay for.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ from scheduler.framework.profile import Profile
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import Snapshot, snapshot_of
 
+# The default profile plus GpuLoad as docs/gpu.md enables it (bench.loop_inprocess too).
+GPU_LOAD_PROFILE = {
+    "schedulerName": "ballast",
+    "plugins": {
+        "filter": {"enabled": [{"name": "GpuLoad"}]},
+        "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
+    },
+}
 SHAPES = ("basic", "topology", "preferred", "default", "inclusion", "preemption", "unschedulable")
 ZONE = "topology.kubernetes.io/zone"
 
@@ -237,7 +246,7 @@ class Loop:
         return ""
 
 
-def build(shape: str, nodes: int, init: int) -> Loop:
+def build(shape: str, nodes: int, init: int, gpu_load: bool = False) -> Loop:
     tainted = nodes // 5 if shape == "inclusion" else 0
     snap = snapshot_of(make_nodes(nodes, tainted), now=time.time())
     if shape == "default":
@@ -246,7 +255,8 @@ def build(shape: str, nodes: int, init: int) -> Loop:
             "spec": {"selector": {"app": "scheduler-perf"}},
         }
         snap.cluster.replace(SERVICES, [service])
-    profile = build_profiles(parse_config({}))["ballast"]
+    doc = {"profiles": [GPU_LOAD_PROFILE]} if gpu_load else {}
+    profile = build_profiles(parse_config(doc))["ballast"]
     loop = Loop(profile, snap)
     if shape == "preemption":
         # As the live run leaves them: kwok's start times are whole seconds, about 200 init
@@ -298,8 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000, help="measured pods")
     parser.add_argument("--profile", action="store_true", help="cProfile the measured phase")
     parser.add_argument("--top", type=int, default=35)
+    parser.add_argument("--gpu-load", action="store_true", help="GpuLoad in the profile")
     args = parser.parse_args(argv)
-    loop = build(args.shape, args.nodes, args.init)
+    loop = build(args.shape, args.nodes, args.init, args.gpu_load)
     pods = measured_pods(args.shape, args.pods)
     spent, profile = measure(lambda: [loop.cycle(pod) for pod in pods], args.profile, args.top)
     print(
