@@ -283,17 +283,16 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
 
 
-def median_table(
-    runs: list[dict[str, Any]],
-    contenders: list[str],
-    columns: tuple[tuple[str, str], ...],
-    title: str,
-) -> str:
-    """A markdown table of each contender's figures over `runs` (each with a `contenders` map):
-    per column (key, heading) the median, followed by (min..max) where they differ."""
-    out = [f"| {title} | " + " | ".join(label for _, label in columns) + " |"]
+def scenario_table(doc: dict[str, Any], scenario: str, columns: tuple[tuple[str, str], ...]) -> str:
+    """A markdown table of each contender's figures over a result's runs of `scenario`: per
+    column (key, heading) the median, followed by (min..max) where the runs differ; empty
+    without such a run."""
+    runs = [r for r in doc["runs"] if r["scenario"] == scenario]
+    if not runs:
+        return ""
+    out = [f"| {scenario} | " + " | ".join(label for _, label in columns) + " |"]
     out.append("| --- " * (len(columns) + 1) + "|")
-    for c in contenders:
+    for c in doc["setup"]["contenders"]:
         cells = []
         for key, _ in columns:
             values = [r["contenders"][c][key] for r in runs if c in r["contenders"]]

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -210,8 +208,7 @@ def run(seed: int, say=print) -> dict[str, Any]:
                  labels={rb.POOL_LABEL: POOL})
         for i in range(rb.NODES)
     ]  # fmt: skip
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-drift-check-{seed}-"))
-    services = rb.Services(work, specs, config)
+    services = rb.Services(f"ballast-drift-check-{seed}-", specs, config)
     recorder = None
     stop = threading.Event()
     ok = False
@@ -312,11 +309,7 @@ def run(seed: int, say=print) -> dict[str, Any]:
         stop.set()
         if recorder is not None:
             recorder.stop()
-        services.stop()
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
+        services.close(ok, say)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,7 @@ from typing import Any
 import requests
 from kubernetes import client
 
-from bench.common import BindTracker, PodMaker
+from bench.common import BindTracker, PodMaker, scenario_table
 from bench.provenance import write_result
 from bench.simulated_cluster import SimulatedCluster, ballast_argv
 from sandbox import koordinator, nodemetric
@@ -776,7 +776,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if trace is not None:
         doc["setup"]["trace"] = placement_trace.setup(trace)
-        print(placement_trace.markdown(doc))
+        print(scenario_table(doc, "trace", placement_trace.COLUMNS))
     write_result(out, doc)  # before the pictures: a failing plot never loses a run
     print(f"results: {out} ({doc['seconds']} s)")
     from bench.placement_plots import plot_all

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from bench import placement as pl
-from bench.common import BindTracker, PodMaker, median_table
+from bench.common import BindTracker, PodMaker
 from sandbox.nodes import NodeSpec
 from sandbox.trace import Trace
 from sandbox.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
@@ -170,6 +170,7 @@ def _body(contender: str, j: int, p: pl.PodPlan, memory: int) -> dict[str, Any]:
     return body
 
 
+# The trace table's columns (key, heading), drawn by bench.common.scenario_table.
 COLUMNS = (
     ("node_seconds_over_100", "node-s > 100 %"),
     ("node_seconds_over_90", "node-s > 90 %"),
@@ -178,14 +179,6 @@ COLUMNS = (
     ("std_cpu", "std at end"),
     ("pending", "pending"),
 )
-
-
-def markdown(doc: dict[str, Any]) -> str:
-    """Medians over the trace windows (min..max) per contender."""
-    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
-    if not runs:
-        return ""
-    return median_table(runs, doc["setup"]["contenders"], COLUMNS, "trace")
 
 
 def setup(trace: Trace) -> dict[str, Any]:

@@ -40,10 +40,8 @@ import json
 import math
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -52,15 +50,13 @@ from pathlib import Path
 from typing import Any
 
 import requests
-import yaml
 from kubernetes import client
 
-from bench.common import sized, wait_watcher
+from bench.common import scenario_table, sized
 from bench.provenance import write_result
-from sandbox import descheduler, koordinator, nodemetric, processes
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.demo_stack import Stack
-from sandbox.exporter import SyntheticExporter
+from bench.simulated_cluster import SimulatedCluster, ballast_argv
+from sandbox import descheduler, koordinator, nodemetric
+from sandbox.controlplane import ControlPlane
 from sandbox.koordinator import descheduler as koord_descheduler
 from sandbox.namespaces import ensure_namespace
 from sandbox.nodes import NodeSpec
@@ -339,12 +335,8 @@ def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -
 
 
 def _start_scheduler(plane: ControlPlane, watcher_url: str, work: Path) -> None:
-    cfg = work / "scheduler.yaml"
     doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
-    cfg.write_text(yaml.safe_dump(doc))
-    port = processes.free_port()
-    argv = [sys.executable, "-m", "ballast.cli", "scheduler", "--config", str(cfg)]
-    argv += ["--kubeconfig", str(plane.kubeconfig), "--metrics-listen", f"127.0.0.1:{port}"]
+    argv, port = ballast_argv(plane, work, "scheduler", "scheduler", doc, "--metrics-listen")
     _start_process(plane, "scheduler", argv + ["--log-level", "WARNING"], port)
 
 
@@ -365,11 +357,8 @@ def rebalancer_config(watcher_url: str, contender: str = "ballast") -> dict[str,
 
 
 def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path, contender: str) -> int:
-    cfg = work / f"{contender}.yaml"
-    cfg.write_text(yaml.safe_dump(rebalancer_config(watcher_url, contender), sort_keys=False))
-    port = processes.free_port()
-    argv = [sys.executable, "-m", "ballast.cli", "rebalancer", "--config", str(cfg)]
-    argv += ["--kubeconfig", str(plane.kubeconfig), "--listen", f"127.0.0.1:{port}"]
+    doc = rebalancer_config(watcher_url, contender)
+    argv, port = ballast_argv(plane, work, contender, "rebalancer", doc, "--listen")
     _start_process(plane, _process(contender), argv, port)
     return port
 
@@ -476,57 +465,32 @@ class Recorder:
         return sum(max(0, want - per.get(w, 0)) for w, want in self.replicas.items())
 
 
-class Services:
-    """One run's sandbox (with controllers), simulator, Prometheus, Redis, watcher and Ballast's
-    scheduler; `stop` also ends the rebalancers, whatever of it started."""
+class Services(SimulatedCluster):
+    """One run's simulated cluster (the sandbox with its controllers) and Ballast's scheduler;
+    `stop` also ends the rebalancers, whatever of it started."""
 
-    def __init__(self, work: Path, specs: list[NodeSpec], config: SimulatorConfig) -> None:
-        self.work, self.specs, self.config = work, specs, config
-        self.plane = ControlPlane(
-            work / "sandbox", Ports.free(), die_with_parent=True, controllers=True
+    def __init__(self, prefix: str, specs: list[NodeSpec], config: SimulatorConfig) -> None:
+        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) == KOORD}
+        super().__init__(
+            prefix,
+            specs,
+            config,
+            WATCHER_ENV,
+            controllers=True,
+            node_metrics=NODE_METRICS,
+            node_metrics_for=koord,
         )
-        self.stack = Stack(work / "services")
-        self.exporter: SyntheticExporter | None = None
-        self.sim: Simulator | None = None
-        self.node_metrics: nodemetric.NodeMetricWriter | None = None
-        self.api: client.ApiClient | None = None
 
     def start(self) -> tuple[client.ApiClient, Simulator, str, str]:
         """(API client, simulator, Prometheus URL, watcher URL), the scheduler running."""
-        self.plane.start(self.specs)
-        self.api = self.plane.api_client()
-        self.exporter = SyntheticExporter().start()
-        koord = {s.name for s in self.specs if s.labels.get(POOL_LABEL) == KOORD}
-        if koord:  # Koordinator's CRDs and the node agent's stand-in for its pool
-            koordinator.apply_crds(self.api)
-            self.node_metrics = nodemetric.NodeMetricWriter(
-                self.api, NODE_METRICS, include=koord.__contains__
-            ).start()
-        on_tick = self.node_metrics.observe if self.node_metrics is not None else None
-        self.sim = Simulator(self.api, self.exporter, self.config, on_tick=on_tick).start()
-        if not self.sim.wait_synced(60):
-            raise TimeoutError("the simulator could not list nodes and pods")
-        redis_url = self.stack.start_redis()
-        prom = self.stack.start_prometheus(self.exporter.target)
-        env = dict(os.environ, **WATCHER_ENV, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
-        watcher_url = self.stack.start_watcher(prom, redis_url, env)
-        wait_watcher(watcher_url, [s.name for s in self.specs])
-        _start_scheduler(self.plane, watcher_url, self.work)
-        return self.api, self.sim, prom, watcher_url
+        api = self.start_cluster()
+        _start_scheduler(self.plane, self.watcher_url, self.work)
+        return api, self.simulator, self.prom_url, self.watcher_url
 
     def stop(self) -> None:
         for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
             stop_scheduler(self.plane, name)
-        self.stack.stop()
-        if self.sim is not None:
-            self.sim.stop(timeout=2.0)
-        if self.node_metrics is not None:
-            self.node_metrics.stop(timeout=2.0)
-        if self.exporter is not None:
-            self.exporter.stop()
-        if self.api is not None:
-            self.api.close()
-        self.plane.stop()
+        super().stop()
 
 
 def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> dict[str, Any]:
@@ -547,8 +511,8 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         for c in contenders
         for i in range(NODES)
     ]
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-rebalance-{scenario.name}-{seed}-"))
-    services = Services(work, specs, config)
+    services = Services(f"ballast-rebalance-{scenario.name}-{seed}-", specs, config)
+    work = services.work
     plane = services.plane
     recorder = None
     ok = False
@@ -611,11 +575,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
     finally:
         if recorder is not None:
             recorder.stop()
-        services.stop()
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
+        services.close(ok, say)
 
 
 # -- the paired start: one placement, copied into every pool -----------------------------------
@@ -882,7 +842,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.table:
         doc = json.loads(args.table.read_text())
-        print(markdown(doc) + "\n" + rebalance_trace.markdown(doc))
+        print(markdown(doc) + "\n" + scenario_table(doc, "trace", rebalance_trace.COLUMNS))
         return 0
     if args.merge:
         return merge(args.merge, args.out)

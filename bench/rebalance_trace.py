@@ -22,9 +22,6 @@ Measured from the simulator's true demand as in `bench.rebalance.measure`, plus:
 from __future__ import annotations
 
 import random
-import shutil
-import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -130,9 +127,7 @@ def run_one(
         for c in contenders
         for i in range(rb.NODES)
     ]  # fmt: skip
-    work = Path(tempfile.mkdtemp(prefix=f"ballast-rebalance-trace-{seed}-"))
-    services = rb.Services(work, specs, config)
-    plane = services.plane
+    services = rb.Services(f"ballast-rebalance-trace-{seed}-", specs, config)
     recorder = None
     ok = False
     try:
@@ -155,10 +150,10 @@ def run_one(
         # (kube-scheduler starts after the copy, for its pool's replacements), unless it is alone.
         order = sorted(contenders, key=lambda c: c in KUBE_SCHEDULER_POOLS)
         if order[0] in KUBE_SCHEDULER_POOLS:
-            start_kube_scheduler(plane)
+            start_kube_scheduler(services.plane)
         rb.place_paired(services, watcher_url, order, create_pool, recorder.replicas)
         if order[0] not in KUBE_SCHEDULER_POOLS and any(c in KUBE_SCHEDULER_POOLS for c in order):
-            start_kube_scheduler(plane)
+            start_kube_scheduler(services.plane)
         pods = sum(n for _, n in chosen)
         deadline = time.monotonic() + rb.PLACE_TIMEOUT
         while time.monotonic() < deadline and any(recorder.lost(c) for c in contenders):
@@ -167,7 +162,7 @@ def run_one(
         time.sleep(scenario.settle)
         say(f"  stack up, {len(chosen)} workloads ({pods} pods a pool, pending {pending}) "
             f"placed and settled in {time.monotonic() - started:.0f} s")  # fmt: skip
-        rb.start_rebalancers(plane, prom, watcher_url, work, contenders)
+        rb.start_rebalancers(services.plane, prom, watcher_url, services.work, contenders)
         recorder.measuring = True
         change = time.time()
         player.start(change)
@@ -191,7 +186,7 @@ def run_one(
             r["node_cpu"] = _thin([(t - change, cpus) for t, cpus in samples if t >= change])
             results[c] = r
         if "descheduler" in contenders:
-            results["descheduler"]["log_errors"] = rb._errors(plane, "descheduler")
+            results["descheduler"]["log_errors"] = rb._errors(services.plane, "descheduler")
         ok = True
         return {
             "scenario": scenario.name,
@@ -203,12 +198,8 @@ def run_one(
     finally:
         if recorder is not None:
             recorder.stop()
-        stop_scheduler(plane, "kube-scheduler")
-        services.stop()
-        if ok:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            say(f"  logs kept in {work}")
+        stop_scheduler(services.plane, "kube-scheduler")
+        services.close(ok, say)
 
 
 def _thin(samples: list[tuple[float, list[float]]]) -> list[list[Any]]:
@@ -221,6 +212,7 @@ def _thin(samples: list[tuple[float, list[float]]]) -> list[list[Any]]:
 
 
 # -- results: a table with false evictions, and the heatmap ---------------------------------
+# The trace table's columns (key, heading), drawn by bench.common.scenario_table.
 COLUMNS = (
     ("node_seconds_over_100", "node-s > 100 %"),
     ("node_seconds_over_high", f"node-s > {rb.HIGH:.0f} %"),
@@ -231,24 +223,6 @@ COLUMNS = (
     ("max_unavailable", "max unavailable"),
     ("pods_lost", "lost"),
 )
-
-
-def markdown(doc: dict[str, Any]) -> str:
-    """Medians over the trace windows (min..max) per contender."""
-    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
-    if not runs:
-        return ""
-    head = "| trace | " + " | ".join(label for _, label in COLUMNS) + " |"
-    out = [head, "| --- " * (len(COLUMNS) + 1) + "|"]
-    for c in doc["setup"]["contenders"]:
-        cells = []
-        for m, _ in COLUMNS:
-            values = [r["contenders"][c][m] for r in runs if c in r["contenders"]]
-            median = statistics.median(values)
-            spread = f" ({min(values):g}..{max(values):g})" if min(values) != max(values) else ""
-            cells.append(f"{median:g}{spread}")
-        out.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
 
 
 def plot(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[Path]:

@@ -84,19 +84,30 @@ def test_a_quick_watcher_run_never_writes_the_result_the_docs_quote() -> None:
     )
 
 
-def test_median_table_gives_the_median_and_the_extent_where_runs_differ() -> None:
-    runs = [
-        {"contenders": {"a": {"hot": 3, "lost": 0}, "b": {"hot": 1, "lost": 0}}},
-        {"contenders": {"a": {"hot": 9, "lost": 0}, "b": {"hot": 2, "lost": 0}}},
-        {"contenders": {"a": {"hot": 4, "lost": 0}}},
-    ]
-    table = common.median_table(runs, ["a", "b"], (("hot", "hot s"), ("lost", "lost")), "trace")
+def test_scenario_table_gives_the_median_and_the_extent_where_runs_differ() -> None:
+    def run(scenario: str, **hot: int) -> dict:
+        return {
+            "scenario": scenario,
+            "contenders": {c: {"hot": h, "lost": 0} for c, h in hot.items()},
+        }
+
+    doc = {
+        "setup": {"contenders": ["a", "b"]},
+        "runs": [
+            run("trace", a=3, b=1),
+            run("trace", a=9, b=2),
+            run("trace", a=4),
+            run("other", a=99),
+        ],
+    }
+    table = common.scenario_table(doc, "trace", (("hot", "hot s"), ("lost", "lost")))
     assert table.splitlines() == [
         "| trace | hot s | lost |",
         "| --- | --- | --- |",
         "| a | 4 (3..9) | 0 |",
         "| b | 1.5 (1..2) | 0 |",
     ]
+    assert common.scenario_table(doc, "none", (("hot", "hot s"),)) == ""
 
 
 def test_draw_scenarios_hands_each_scenario_its_own_runs() -> None:
