@@ -7,7 +7,9 @@ and prints where its replicas went; scales one up and shows the new replicas pla
 prints each node's load over the window, staleness and winning score, and the FailedScheduling
 reason of the pod that fits nowhere. Then the rebalancer acts on the nodes left hot: in dry run
 first (what it would move, and why), then live (the hot node relieved, the replacement's node,
-the table after; sandbox.demo_rebalance). Then it stops everything it started.
+the table after; sandbox.demo_rebalance). With Prometheus as the source, GPU nodes join last: one
+GPU made busy and all but full, GPU pods placed by GPU load through a profile with GpuLoad, and
+where they went and why (sandbox.demo_gpu). Then it stops everything it started.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sandbox import demo_workload as workload
 from sandbox.controlplane import ControlPlane, Ports
+from sandbox.demo_gpu import PROFILE as GPU_PROFILE
+from sandbox.demo_gpu import GpuAct
 from sandbox.demo_rebalance import Rebalancing
 from sandbox.demo_stack import Stack
 from sandbox.errors import SandboxError
@@ -51,6 +55,9 @@ WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
     "BALLAST_POLL_JITTER": "0",
     "BALLAST_RATE_RANGE": "15s",
+    # The Node list every 10 s (default 60): the GPU nodes join late, and until the watcher has
+    # listed them their dcgm-exporter series are samples of unknown nodes (sandbox.demo_gpu).
+    "BALLAST_KUBE_REFRESH": "10",
 }
 # The background's wobble at 5 % of itself (the simulator's default 10 % would swing busy
 # medium-2 by 7 points a minute, across the rebalancer's high threshold with no pod at all).
@@ -146,6 +153,8 @@ class Demo:
         self.bound_seconds = 0.0
         self.scheduler_config: dict = {}
         self.rebalancing: Rebalancing | None = None
+        self.gpu: GpuAct | None = None
+        self.unplaceable = ""  # its FailedScheduling as first posted (GPU nodes join later)
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
@@ -189,8 +198,9 @@ class Demo:
         self._wait(self._watcher_sees_all_nodes, 60, "the watcher to report every node")
         say(f"    {self.watcher_url} ({time.monotonic() - t:.1f} s)")
 
-        t = step("starting the scheduler (profile `ballast`, TargetLoadPacking x3, a Lease)")
-        self.scheduler_config = config = {
+        gpus = "; `ballast-gpu`, GpuLoad x5" if self.source == "prometheus" else ""
+        t = step(f"starting the scheduler (profile `ballast`, TargetLoadPacking x3{gpus}; a Lease)")
+        config = {
             "watcherAddress": self.watcher_url,
             "leaderElection": {"leaderElect": True, "resourceNamespace": "kube-system"},
             "profiles": [
@@ -206,6 +216,11 @@ class Demo:
                 }
             ],
         }
+        if self.source == "prometheus":
+            # GPU pods' own profile (sandbox.demo_gpu), second: the rebalancer judges with the
+            # first, so the CPU acts are what they were.
+            config["profiles"].append(GPU_PROFILE)
+        self.scheduler_config = config
         self.scheduler_url = self.stack.start_scheduler(
             config, self.plane.kubeconfig, dict(os.environ)
         )
@@ -259,6 +274,7 @@ class Demo:
                 continue
             if group.name == workload.UNPLACEABLE:
                 reason = self._wait(self._failed_reason, BIND_TIMEOUT, "a FailedScheduling event")
+                self.unplaceable = reason
                 say(f"{head}: {reason}")
                 continue
             self._wait_available(group.name, group.replicas)
@@ -273,6 +289,9 @@ class Demo:
         self.show_profiles()
         self.show_table()
         self.rebalance()
+        if self.source == "prometheus":  # dcgm-exporter's series reach the watcher that way
+            self.gpu = GpuAct(self.api, self.watcher_url, self.scheduler_url, self._wait, say)
+            self.gpu.run()
         return self.report()
 
     def rebalance(self) -> None:
@@ -475,7 +494,7 @@ class Demo:
         placed = [p for p in ballast_pods if p.spec.node_name]
         unplaced = [p.metadata.name for p in ballast_pods if not p.spec.node_name]
         others = [p for p in pods if p.spec.scheduler_name != workload.SCHEDULER_NAME]
-        reason = self._failed_reason() or "no FailedScheduling event"
+        reason = self.unplaceable or self._failed_reason() or "no FailedScheduling event"
         huge = f"{workload.UNPLACEABLE}-"
         expected = len(unplaced) == 1 and unplaced[0].startswith(huge)
         say()
@@ -502,7 +521,11 @@ class Demo:
         loop = self.rebalancing is not None and self.rebalancing.closed()
         if self.rebalancing is not None:
             say(self.rebalancing.summary())
-        ok = expected and all(not p.spec.node_name for p in others) and loop
+        gpu_ok = True
+        if self.gpu is not None:
+            say(self.gpu.summary())
+            gpu_ok = self.gpu.ok()
+        ok = expected and all(not p.spec.node_name for p in others) and loop and gpu_ok
         verdict = "OK" if ok else f"UNEXPECTED placement, see the logs in {self.state}"
         say(f"  result: {verdict}")
         return ok

@@ -1,6 +1,7 @@
 """`ballast demo` end to end, as `make demo` runs it: Deployments available through Ballast, the
 PDB's status, the scale-up, the table, the rebalancer's loop (a dry-run report, then a live
-eviction that relieves the hot node, its replacement elsewhere), exit 0, nothing left behind."""
+eviction that relieves the hot node, its replacement elsewhere), GPU pods placed by GPU load
+away from the busy GPU, exit 0, nothing left behind."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sandbox import demo_gpu
 from sandbox import demo_workload as workload
 from sandbox.demo_rebalance import HIGH
 
@@ -59,12 +61,36 @@ def test_demo_places_the_workload_reports_and_cleans_up(tmp_path):
     scale = out[out.index(f"scaled {name} from") :].splitlines()[1 : 1 + len(workload.NODES)]
     assert sum(int(line.split()[-1]) for line in scale if "+" in line) == extra
     assert_the_rebalancer_closed_the_loop(out)
+    assert_gpu_pods_avoided_the_busy_gpu(out)
     assert 'FailedScheduling "0/8 nodes are available' in out
     assert "Insufficient cpu" in out
     stopped = next(line for line in out.splitlines() if line.startswith("stopped: "))
     for name in ("scheduler", "watcher", "prometheus", "redis", "simulator", "etcd"):
         assert name in stopped
     assert running_from(state) == []
+
+
+GPU_PLACED = re.compile(r"^    (\S+) -> (\S+): (.*)$")
+GPU_LINE = re.compile(
+    r"^    (gpu-node-\d)  (\d+) % busy .*, ([\d.]+) of (\d+) GiB used, (\w+); pods: (.*)$"
+)
+
+
+def assert_gpu_pods_avoided_the_busy_gpu(out: str) -> None:
+    part = out[out.index("==> GPU nodes: ") : out.index("\nsummary")].splitlines()
+    before = {m.group(1): m.groups() for m in map(GPU_LINE.match, part) if m}
+    assert set(before) == {n.name for n in demo_gpu.NODES}, part
+    busy = before[demo_gpu.BUSY]  # as the watcher had it before the pods came: busy and full
+    assert int(busy[1]) >= 85 and float(busy[2]) >= 36 and busy[4] == "fresh", busy
+    placed = {m.group(1): (m.group(2), m.group(3)) for m in map(GPU_PLACED.match, part) if m}
+    assert set(placed) == {j.name for j in demo_gpu.NEW}, part
+    for pod, (node, why) in placed.items():
+        assert node != demo_gpu.BUSY and node.startswith("gpu-node-"), (pod, node)
+        # why: GpuLoad refused the full GPU, and its score ranked the others
+        assert "refused by GpuLoad: node(s) had no GPU with 8192 MiB free (1)" in why, why
+        assert f"{node} " in why and "GpuLoad " in why, why
+    summary = next(x for x in out.splitlines() if x.startswith("  GPU pods: "))
+    assert f"the busy GPU ({demo_gpu.BUSY}: " in summary and ") avoided (" in summary, summary
 
 
 MOVE = re.compile(r"^    (would evict|evicted) (\S+) off (\S+) \((\S+)\): (.*)$")
