@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import math
 import os
@@ -338,13 +339,22 @@ def _must(answer: kubeapi.Answer) -> None:
 # ---- watching, binding, creating ----------------------------------------------------------
 
 
+# kwok deletes a pod by name when it plays the delete stage of a pod removed between two
+# contenders, sometimes late: a name the next contender uses again in the same sandbox could be
+# deleted under it (seen on a loaded machine: 400 of 1,000 raw-bind pods gone, the phase waiting
+# out TIMEOUT). So each contender's run names its pods with a prefix of its own.
+_RUNS = itertools.count()
+
+
 class Tracker:
-    """When each pod (namespace/name) was created (by the bench) and first showed a node."""
+    """One contender's run: when each pod (namespace/name) was created (by the bench) and first
+    showed a node, and the prefix of the names of the pods the run creates."""
 
     def __init__(self) -> None:
         self.created: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.preempted = 0  # pods deleted while bound: victims
+        self.prefix = f"r{next(_RUNS)}"
 
     def handle(self, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -386,7 +396,7 @@ class Churn:
         maker, tracker, op, scheduler = self._maker, self._tracker, self.op, self.scheduler
         i = 0
         while not self._stop.wait(op.interval_s if i else 0):
-            name = f"churn-{i:06d}"
+            name = f"{tracker.prefix}-churn-{i:06d}"
             tpl = op.templates[i % len(op.templates)]
             key = f"{op.namespace}/{name}"
             tracker.created[key] = time.monotonic()
@@ -470,7 +480,7 @@ def run_contender(
             churn.start()
         cpu_before = contender.cpu()
         t0 = time.monotonic()
-        keys = create_pods(maker, tracker, op, f"p{index}", scheduler)
+        keys = create_pods(maker, tracker, op, f"{tracker.prefix}-p{index}", scheduler)
         created_s = time.monotonic() - t0
         _wait_bound(tracker, keys)
         every += keys
@@ -533,7 +543,7 @@ def preempt_one_by_one(
     threads0 = thread_cpu_seconds(contender.pid) if contender.pid else {}  # /proc: cheap
     cpu0 = contender.cpu()
     for i in range(count):
-        name = f"preemptor-{i:04d}"
+        name = f"{tracker.prefix}-preemptor-{i:04d}"
         key = f"{op.namespace}/{name}"
         tracker.created[key] = time.monotonic()
         maker.create(op.namespace, pod_from_template(op.templates[0], name, scheduler))
