@@ -43,11 +43,18 @@ PROFILE_WINDOW = 3600.0  # seconds of per-replica samples a workload profile spa
 MAX_PROFILES = 100_000  # workload revisions kept (the least recently seen go first)
 
 # GPUs from NVIDIA's dcgm-exporter (watcher/gpus.py, docs/gpu.md): its metric names, one series
-# per GPU whatever pods share it. `$label` is gpu_node_label, the label naming the node.
+# per device whatever pods share it. `$label` is gpu_node_label, the label naming the node. A
+# MIG instance is a device of its own (GPU_I_ID, GPU_I_PROFILE): the device plugin hands out
+# instances, and each has its own framebuffer. DCGM has no DCGM_FI_DEV_GPU_UTIL for an instance;
+# its graphics engine's activity (a 0-1 ratio, a profiling counter) stands for it.
 GPU_METRICS = True
 GPU_NODE_LABEL = "Hostname"
-GPU_UTIL_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL)"
-GPU_FB_USED_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_USED)"
-GPU_FB_FREE_QUERY = "max by ($label, gpu, UUID, modelName) (DCGM_FI_DEV_FB_FREE)"
-# The pod mapping's labels: which pods use which GPU ("" turns per-pod GPU use off).
-GPU_POD_QUERY = 'count by ($label, gpu, namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""})'
+_GPU_BY = "max by ($label, gpu, UUID, modelName, GPU_I_ID, GPU_I_PROFILE)"
+GPU_UTIL_QUERY = (
+    f'{_GPU_BY} (100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!=""}} or DCGM_FI_DEV_GPU_UTIL)'
+)
+GPU_FB_USED_QUERY = f"{_GPU_BY} (DCGM_FI_DEV_FB_USED)"
+GPU_FB_FREE_QUERY = f"{_GPU_BY} (DCGM_FI_DEV_FB_FREE)"
+# The pod mapping's labels: which pods use which device ("" turns per-pod GPU use off). On
+# framebuffer use, which every device has, a MIG instance too.
+GPU_POD_QUERY = 'count by ($label, gpu, GPU_I_ID, namespace, pod) (DCGM_FI_DEV_FB_USED{pod!=""})'

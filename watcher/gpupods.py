@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from watcher.nodenames import NodeNamer
-from watcher.validate import node_of
+from watcher.validate import gpu_index, node_of
 
 GpuKey = tuple[str, str]  # (node, GPU index)
 PodKey = tuple[str, str]  # (namespace, pod)
@@ -36,7 +36,7 @@ def parse_pods(
         if not isinstance(labels, dict):
             rejected["no_pod_label"] += 1
             continue
-        raw_node, index = labels.get(label), labels.get("gpu")
+        raw_node, index = labels.get(label), gpu_index(labels)
         namespace, pod = labels.get("namespace"), labels.get("pod")
         if not all(isinstance(v, str) and v for v in (namespace, pod, index)):
             rejected["no_pod_label"] += 1

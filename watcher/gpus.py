@@ -38,7 +38,7 @@ from watcher.lacking import Lacking
 from watcher.nodenames import NodeNamer
 from watcher.staleness import horizon, state, worst
 from watcher.stats import summarize
-from watcher.validate import check_value, node_of
+from watcher.validate import check_value, gpu_index, node_of
 from watcher.window import Frame, Window
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ def column(key: GpuKey) -> str:
 class GpuFetch:
     time: float
     values: dict[str, dict[GpuKey, float]] = field(default_factory=dict)  # metric -> GPU -> v
-    info: dict[GpuKey, tuple[str, str]] = field(default_factory=dict)  # (UUID, modelName)
+    # (UUID, modelName, GPU_I_PROFILE): the profile "" for a whole GPU
+    info: dict[GpuKey, tuple[str, ...]] = field(default_factory=dict)
     pods: dict[GpuKey, set[tuple[str, str]]] = field(default_factory=dict)  # (namespace, pod)
     mapped: bool = False  # the pod mapping was asked and answered
     partial: dict[str, str] = field(default_factory=dict)  # query key -> the store's note
@@ -67,17 +68,18 @@ class GpuFetch:
 
 def parse(
     items: list[Any], label: str, namer: NodeNamer, percent: bool
-) -> tuple[dict[GpuKey, float], dict[GpuKey, tuple[str, str]], Counter[str]]:
-    """Prometheus vector items -> value per GPU, each GPU's (UUID, model), and the rejected
-    samples by reason. Two series for one GPU make both untrustworthy: neither is kept."""
+) -> tuple[dict[GpuKey, float], dict[GpuKey, tuple[str, ...]], Counter[str]]:
+    """Prometheus vector items -> value per GPU (a MIG instance is one: validate.gpu_index),
+    each GPU's (UUID, model, MIG profile), and the rejected samples by reason. Two series for
+    one GPU make both untrustworthy: neither is kept."""
     accepted: dict[GpuKey, float] = {}
-    info: dict[GpuKey, tuple[str, str]] = {}
+    info: dict[GpuKey, tuple[str, ...]] = {}
     duplicates: Counter[GpuKey] = Counter()
     rejected: Counter[str] = Counter()
     for item in items:
         try:
             labels, raw = item["metric"], item["value"][1]
-            raw_node, index = labels.get(label), labels.get("gpu")
+            raw_node, index = labels.get(label), gpu_index(labels)
         except (KeyError, IndexError, TypeError, AttributeError):
             rejected["malformed"] += 1
             continue
@@ -97,7 +99,7 @@ def parse(
             duplicates[key] += 1
             continue
         accepted[key] = value
-        info[key] = (str(labels.get("UUID") or ""), str(labels.get("modelName") or ""))
+        info[key] = tuple(str(labels.get(k) or "") for k in ("UUID", "modelName", "GPU_I_PROFILE"))
     for key, repeats in duplicates.items():
         accepted.pop(key, None)
         info.pop(key, None)
@@ -169,14 +171,15 @@ STATS = ("avg", "std", "min", "max", "p95", "latest")
 
 def gpu_stats(
     window: Window,
-    info: dict[str, tuple[str, str]],
+    info: dict[str, tuple[str, ...]],
     tolerance: float,
     bounds: tuple[float, float],
     lacking: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """{node: {GPU index: {uuid, model, util, memory, fbUsed, fbFree: {stat: value},
-    fbTotal, count, last, horizon}}} for every GPU with a sample in the window; a GPU in
-    `lacking` (columns a partial answer left out) gets the shortest horizon."""
+    fbTotal, count, last, horizon, and for a MIG instance mig: {gpu, instance, profile}}}} for
+    every GPU with a sample in the window; a GPU in `lacking` (columns a partial answer left
+    out) gets the shortest horizon."""
     columns = window.nodes()
     if not columns:
         return {}
@@ -193,8 +196,11 @@ def gpu_stats(
         if not any(counts):
             continue
         node, _, index = name.rpartition("/")
-        uuid, model = info.get(name, ("", ""))
+        uuid, model, *more = info.get(name, ("", ""))
         gpu: dict[str, Any] = {"uuid": uuid, "model": model}
+        parent, _, instance = index.partition("-mig")
+        if instance:
+            gpu["mig"] = {"gpu": parent, "instance": instance, "profile": more[0] if more else ""}
         for key, s in per_metric.items():
             if s["count"][i]:
                 gpu[key] = {f: round(float(s[f][i]), 3) for f in STATS}
@@ -256,7 +262,7 @@ class GpuPoller:
         self.expiry = expiry
         self.tolerance = tolerance
         self.bounds = bounds
-        self.info: dict[str, tuple[str, str]] = {}  # column -> (UUID, model)
+        self.info: dict[str, tuple[str, ...]] = {}  # column -> (UUID, model, MIG profile)
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.partial_answers: Counter[str] = Counter()  # by query key

@@ -210,6 +210,12 @@ GPU_DOC = {
             "description": "namespace/name of the pods using it (dcgm-exporter's pod mapping; "
             "absent when gpu_pod_query is off)",
         },
+        "mig": {
+            "type": "object",
+            "description": "a MIG instance (indexed `<gpu>-mig<GPU_I_ID>`): its GPU's index, "
+            "the instance (GPU_I_ID) and its profile (GPU_I_PROFILE); absent for a whole GPU",
+            "properties": {k: {"type": "string"} for k in ("gpu", "instance", "profile")},
+        },
         "count": {"type": "integer"},
         "last": NUMBER,
         "horizon": NUMBER,

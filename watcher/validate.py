@@ -54,6 +54,17 @@ def node_of(raw: Any, namer: NodeNamer) -> tuple[str | None, str | None]:
     return (node, None) if node is not None else (None, "unknown_node")
 
 
+def gpu_index(labels: dict[str, Any]) -> str | None:
+    """A GPU device's index on its node from dcgm-exporter's labels: `gpu`, or for a MIG
+    instance (`GPU_I_ID` set) `<gpu>-mig<GPU_I_ID>`, a device of its own; None without `gpu`."""
+    index, instance = labels.get("gpu"), labels.get("GPU_I_ID")
+    if not isinstance(index, str) or not index:
+        return None
+    if isinstance(instance, str) and instance:
+        return f"{index}-mig{instance}"
+    return index
+
+
 def validate(
     series: list[tuple[str | None, Any]], percent: bool, namer: NodeNamer
 ) -> tuple[dict[str, float], Counter[str]]:

@@ -193,8 +193,11 @@ class GpuView:
     util: float
 
     @property
-    def order(self) -> tuple[int, int | str]:
-        return (self.pods, int(self.index) if self.index.isdigit() else self.index)
+    def order(self) -> tuple[int, int, int, str]:
+        # Whole GPUs by number, then other indices (MIG instances, `0-mig3`) by name: one type
+        # per position, so a node with both sorts.
+        digit = self.index.isdigit()
+        return (self.pods, 0 if digit else 1, int(self.index) if digit else 0, self.index)
 
 
 def predicted_gpus(node: NodeInfo, snap: Snapshot, args: Args) -> list[GpuView] | None:

@@ -80,3 +80,50 @@ def test_dashboard_lists_a_gpu_nodes_gpus(exporter, prometheus, dcgm, make_watch
     shown = dict(re.findall(r'data-value="gpu(\d)">([\d.]+)%', card.group(0)))
     assert shown == {"0": "64.0", "1": "3.0"}, card.group(0)[:3000]
     assert "memory 50.0% (20.0 of 40.0 GiB)" in card.group(0)
+
+
+def mig_series(now: float) -> list[str]:
+    """dcgm-exporter's series for a node whose GPU 0 is split in two MIG instances (GPU_I_ID,
+    GPU_I_PROFILE; its activity as DCGM_FI_PROF_GR_ENGINE_ACTIVE, a ratio, and a meaningless
+    DCGM_FI_DEV_GPU_UTIL of 0 beside it) and whose GPU 1 is whole (no GPU_I_ID)."""
+    base = 'UUID="GPU-mig-0",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="mig-a"'
+    one = f'gpu="0",{base},GPU_I_ID="1",GPU_I_PROFILE="3g.20gb",namespace="ml",pod="train"'
+    two = f'gpu="0",{base},GPU_I_ID="2",GPU_I_PROFILE="1g.5gb",namespace="",pod=""'
+    whole = 'gpu="1",UUID="GPU-mig-1",device="nvidia1",modelName="NVIDIA A100-SXM4-40GB",'
+    whole += 'Hostname="mig-a",namespace="",pod=""'
+    return [
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{one}}} 0.6",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{two}}} 0.05",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{whole}}} 0.9",  # a whole GPU: GPU_UTIL says it
+        f"DCGM_FI_DEV_GPU_UTIL{{{one}}} 0",
+        f"DCGM_FI_DEV_GPU_UTIL{{{whole}}} 35",
+        f"DCGM_FI_DEV_FB_USED{{{one}}} 15000",
+        f"DCGM_FI_DEV_FB_FREE{{{one}}} 4950",
+        f"DCGM_FI_DEV_FB_USED{{{two}}} 100",
+        f"DCGM_FI_DEV_FB_FREE{{{two}}} 4764",
+        f"DCGM_FI_DEV_FB_USED{{{whole}}} 2000",
+        f"DCGM_FI_DEV_FB_FREE{{{whole}}} 38960",
+    ]
+
+
+def test_mig_instances_each_get_a_window(exporter, prometheus, make_watcher):
+    exporter.renderers.append(mig_series)
+    try:
+        prometheus.wait_for_series('DCGM_FI_DEV_FB_FREE{Hostname="mig-a"}', 3)
+        watcher = make_watcher(prometheus.url, warm_start=False)
+
+        def node() -> dict | None:
+            resp = watcher.get("/api/v1/nodes/mig-a/gpus")
+            gpus = resp.json()["nodes"]["mig-a"]["gpus"] if resp.status_code == 200 else {}
+            return gpus if len(gpus) == 3 and all("util" in g for g in gpus.values()) else None
+
+        gpus = wait_for(node, timeout=40, what="mig-a's three devices")
+    finally:
+        exporter.renderers.remove(mig_series)
+    one, two, whole = gpus["0-mig1"], gpus["0-mig2"], gpus["1"]
+    assert one["mig"] == {"gpu": "0", "instance": "1", "profile": "3g.20gb"}
+    assert two["mig"]["profile"] == "1g.5gb" and "mig" not in whole
+    # an instance's utilisation is its engine's activity; a whole GPU's is DCGM_FI_DEV_GPU_UTIL
+    assert (one["util"]["latest"], two["util"]["latest"], whole["util"]["latest"]) == (60, 5, 35)
+    assert (one["fbTotal"], two["fbTotal"], whole["fbTotal"]) == (19950, 4864, 40960)
+    assert one["pods"] == ["ml/train"] and two["pods"] == [] and whole["pods"] == []

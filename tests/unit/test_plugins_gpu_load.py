@@ -299,3 +299,17 @@ def test_stale_gpu_figures_never_refuse_a_node():
     assert not result["fresh"].ok and result["stale"].ok
     scores, _ = score(plugin, gpu_pod("p", memory="8Gi"), s)
     assert scores["stale"] == scores["fresh"]  # still read for the score
+
+
+def test_mig_instances_and_whole_gpus_on_one_node_are_ordered_together():
+    views = [
+        gpu_load.GpuView("1", 1, 0.0, 40960.0, 10.0),
+        gpu_load.GpuView("0-mig2", 0, 0.0, 4864.0, 0.0),
+        gpu_load.GpuView("0-mig1", 0, 0.0, 4864.0, 0.0),
+        gpu_load.GpuView("2", 0, 0.0, 40960.0, 0.0),
+    ]
+    # the fewest pods first; among those whole GPUs by number, then instances by name
+    whole = gpu_load.assign(views, gpu_load.Need(3, 1024.0, 10.0))
+    assert [v.index for v in whole] == ["2", "0-mig1", "0-mig2"]
+    shared = gpu_load.assign(views, gpu_load.Need(1, 1024.0, 10.0, shared=True))
+    assert [v.index for v in shared] == ["2"]

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from watcher.errors import ProviderError
+from watcher.gpupods import parse_pods
 from watcher.gpus import FB_FREE, FB_USED, UTIL, GpuFetch, GpuPoller, parse, with_state
 from watcher.nodenames import Directory, NodeNamer
 from watcher.store import MemoryStore
@@ -39,7 +40,7 @@ def test_parse_rejects_bad_samples_by_reason_and_keeps_the_rest():
     ]
     values, info, rejected = parse(items, "Hostname", NAMER, percent=True)
     assert values == {("gpu-0", "0"): 42.0}
-    assert info == {("gpu-0", "0"): ("GPU-gpu-0-0", "NVIDIA A100")}
+    assert info == {("gpu-0", "0"): ("GPU-gpu-0-0", "NVIDIA A100", "")}
     assert rejected == {
         "nan": 1,
         "over_100": 1,
@@ -53,6 +54,29 @@ def test_parse_rejects_bad_samples_by_reason_and_keeps_the_rest():
     # Framebuffer figures are MiB: over 100 is fine there.
     values, _, rejected = parse([item("gpu-0", "2", "40960")], "Hostname", NAMER, percent=False)
     assert values == {("gpu-0", "2"): 40960.0} and not rejected
+
+
+def test_a_mig_instance_is_a_device_of_its_own():
+    mig = {"GPU_I_ID": "3", "GPU_I_PROFILE": "1g.5gb"}
+    items = [item("gpu-0", "0", "60", **mig), item("gpu-0", "1", "5")]
+    values, info, rejected = parse(items, "Hostname", NAMER, percent=True)
+    assert values == {("gpu-0", "0-mig3"): 60.0, ("gpu-0", "1"): 5.0} and not rejected
+    assert info[("gpu-0", "0-mig3")] == ("GPU-gpu-0-0", "NVIDIA A100", "1g.5gb")
+    assert info[("gpu-0", "1")] == ("GPU-gpu-0-1", "NVIDIA A100", "")
+    pods, _ = parse_pods(
+        [item("gpu-0", "0", "1", namespace="ml", pod="p", **mig)], "Hostname", NAMER
+    )
+    assert pods == {("gpu-0", "0-mig3"): {("ml", "p")}}
+
+    key = ("gpu-0", "0-mig3")
+    fetch = GpuFetch(
+        1.0, {UTIL: {key: 60.0}, FB_USED: {key: 1000.0}, FB_FREE: {key: 3864.0}}, dict(info)
+    )
+    store = MemoryStore(60.0)
+    GpuPoller(Scripted([fetch]), store, 60.0, 60.0, 5.0, (2.0, 60.0)).poll()
+    gpu = json.loads(store.gpus_doc())["nodes"]["gpu-0"]["0-mig3"]
+    assert gpu["mig"] == {"gpu": "0", "instance": "3", "profile": "1g.5gb"}
+    assert gpu["fbTotal"] == 4864.0 and gpu["util"]["latest"] == 60.0
 
 
 class Scripted:
@@ -191,7 +215,7 @@ def test_no_gpu_series_means_one_query_per_poll():
     provider = OneQuery({queries[UTIL]: [item("gpu-0", "0", "3")]})
     result = PrometheusGpus(provider, queries, "Hostname", NAMER).fetch()
     assert len(provider.asked) == 4 and result.values[UTIL] == {("gpu-0", "0"): 3.0}
-    assert provider.asked[3] == queries["pods"] and "DCGM_FI_DEV_GPU_UTIL" in queries["pods"]
+    assert provider.asked[3] == queries["pods"] and "DCGM_FI_DEV_FB_USED" in queries["pods"]
     assert result.partial == {}
     # The store's note on an answer comes with the fetch, by query key.
     answers = {queries[UTIL]: [item("gpu-0", "0", "3")]}
