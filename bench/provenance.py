@@ -20,6 +20,7 @@ from typing import Any
 from sandbox import versions
 
 REPO = Path(__file__).resolve().parents[1]
+RESULTS = "bench/results"  # relative to REPO
 # The fields a stamp must carry; the check in `make test` asks for each of them.
 FIELDS = ("commit", "dirty", "date", "machine", "command", "peers")
 
@@ -71,7 +72,10 @@ def _command_line() -> list[str]:
 
 def stamp(argv: list[str] | None = None) -> dict[str, Any]:
     """The provenance block of a result document."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    # Results are tracked files that every run rewrites: they do not make the code dirty.
+    status = _git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RESULTS}"
+    )
     return {
         "commit": _git("rev-parse", "HEAD"),
         # A run on a dirty tree is not reproducible from its commit alone: say so.

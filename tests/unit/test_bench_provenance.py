@@ -192,3 +192,21 @@ def test_command_keeps_the_module_form(monkeypatch) -> None:
         provenance.sys, "orig_argv", ["/usr/bin/python3", "-m", "bench.x", "--quick"]
     )
     assert provenance.stamp()["command"].endswith("-m bench.x --quick")
+
+
+def test_a_rewritten_result_does_not_make_the_tree_dirty(tmp_path: Path, monkeypatch) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, timeout=30)
+
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "x.json").write_text("{}\n")
+    (tmp_path / "code.py").write_text("A = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "x")
+    monkeypatch.setattr(provenance, "REPO", tmp_path)
+    assert provenance.stamp(["x"])["dirty"] is False
+    (tmp_path / "bench" / "results" / "x.json").write_text('{"run": 2}\n')
+    assert provenance.stamp(["x"])["dirty"] is False
+    (tmp_path / "code.py").write_text("A = 2\n")
+    assert provenance.stamp(["x"])["dirty"] is True
