@@ -117,12 +117,18 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # The estimator's floor off: a scale-out of an idle workload predicted at ~0 (issue 33).
     "ballast-tlp-nofloor": ("ballast-tlp", {"usageEstimate": {"profileFloor": 0}}),
     "ballast-tlp-requests": ("ballast-tlp", {"usageEstimate": {"useProfiles": False}}),
+    # Koordinator's idea beside Ballast's score (issue 34): keep pods off nodes whose load, the
+    # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
+    "ballast-lvrb-threshold": ("ballast-lvrb", {}),
 }
+EXTRA_FILTERS = {"ballast-lvrb-threshold": "LoadThreshold"}
 DESCRIPTIONS = {
     **CONTENDERS,
     **{v: f"{CONTENDERS[b]}, {args}" for v, (b, args) in VARIANTS.items()},
     "ballast-gpu": "Ballast with GpuLoad (bench.placement_gpu's gpu-shared scenario)",
     "koordinator-agg": "Koordinator LoadAwareScheduling on the p95 of 60 s aggregates",
+    "ballast-lvrb-threshold": "Ballast LoadVariationRiskBalancing with the LoadThreshold filter "
+    "(80 % CPU, the pod counted)",
 }
 
 
@@ -451,6 +457,10 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
                 "enabled": [{"name": LOAD_VARIATION_RISK_BALANCING}],
                 "disabled": [{"name": TARGET_LOAD_PACKING}],
             }
+        }
+    if contender in EXTRA_FILTERS:
+        profile.setdefault("plugins", {})["filter"] = {
+            "enabled": [{"name": EXTRA_FILTERS[contender]}]
         }
     return {
         "watcherAddress": watcher_url,
