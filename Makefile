@@ -115,7 +115,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 # Koordinator's koord-scheduler is built into .cache/ on first use (a contender since issue 34).
-# BENCH_ARGS=--quick: one seed, two scenarios (about 5 minutes instead of about 45);
+# BENCH_ARGS=--quick: one seed, steady, burst and the trace (about 8 minutes instead of about 65);
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)

@@ -817,6 +817,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(SCENARIOS)}")
     parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(SEEDS)})")
     parser.add_argument(
+        "--first-seed", type=int, default=1, help="the seeds are first-seed, first-seed + 1, ..."
+    )
+    parser.add_argument(
         "--contenders",
         help=f"comma-separated (default {', '.join(DEFAULT_CONTENDERS)}), "
         f"of {', '.join(CONTENDERS)}",
@@ -858,7 +861,7 @@ def main(argv: list[str] | None = None) -> int:
         descheduler.ensure_built()
     if KOORD in contenders:
         koordinator.ensure_built()
-    seeds = list(range(1, args.seeds + 1))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     for n in names:
         if args.quick:
             SCENARIOS[n] = replace(
