@@ -6,10 +6,11 @@ PodDisruptionBudget (sandbox.demo_workload), waits for each to become available 
 and prints where its replicas went; scales one up and shows the new replicas placed by load;
 prints each node's load over the window, staleness and winning score, and the FailedScheduling
 reason of the pod that fits nowhere. Then the rebalancer acts on the nodes left hot: in dry run
-first (what it would move, and why), then live (the hot node relieved, the replacement's node,
-the table after; sandbox.demo_rebalance). With Prometheus as the source, GPU nodes join last: one
-GPU made busy and all but full, GPU pods placed by GPU load through a profile with GpuLoad, and
-where they went and why (sandbox.demo_gpu). Then it stops everything it started.
+first (what it would move, and why), then live (the eviction, the replacement's node, the hot
+node relieved or what stayed on it, the table after; sandbox.demo_rebalance). With Prometheus
+as the source, GPU nodes join last: one GPU made busy and all but full, GPU pods placed by GPU
+load through a profile with GpuLoad, and where they went and why (sandbox.demo_gpu). Then it
+stops everything it started.
 """
 
 from __future__ import annotations
