@@ -113,9 +113,6 @@ def assert_the_rebalancer_closed_the_loop(out: str) -> None:
     evicted = [m.groups() for m in map(MOVE.match, after) if m]
     assert evicted and all(verb == "evicted" and why == "cpu-hot" for verb, *_, why, _ in evicted)
     sources = {node for _, _, node, _, _ in evicted}
-    # A hot node of the dry run was one the live run relieved (which pods, and whether a node
-    # near high is hot, may change in the seconds between them).
-    assert sources & {node for _, _, node, _, _ in held}, (held, evicted)
     replaced = {m.group(1): m.group(3) for m in map(REPLACED.match, after) if m}
     assert set(replaced) == {pod for _, pod, *_ in evicted}
     for _, pod, node, _, _ in evicted:
@@ -123,6 +120,10 @@ def assert_the_rebalancer_closed_the_loop(out: str) -> None:
     relieved = {
         m.group(1): (float(m.group(2)), float(m.group(3))) for m in map(RELIEVED.match, after) if m
     }
+    # The live run acted on a hot node of the dry run, or relieved another first (which nodes
+    # are above high may change in the seconds between them: a clean-clone run's dry run held
+    # one node and its live run found and relieved a different one within 3 s).
+    assert sources & {node for _, _, node, _, _ in held} or relieved, (held, evicted)
     # Every node acted on was followed: relieved, or left hot with what stayed on it and why
     # (the moves that would relieve it refused, e.g. the scheduler would put them back).
     assert set(relieved) <= sources, (relieved, sources)
