@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean container-deps image test-containers compose-test
 
 all: test
 
@@ -148,11 +148,26 @@ bench-drift-check: sandbox-build $(VENV)/.bench-installed
 chaos: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
-# The Dockerfile built into ballast:<chart appVersion> (IMAGE=name:tag) by docker, podman,
-# buildah or nerdctl, whichever works here; fails, saying so, where none does.
-.PHONY: image
-image:
+# Debian's packages for the targets below (podman, runc, CNI plugins, mmdebstrap,
+# podman-compose), installed only when missing.
+container-deps:
+	@hack/install-container-deps.sh
+
+# ballast:<chart appVersion> (IMAGE=name:tag) from the Dockerfile, and ballast-redis,
+# ballast-prometheus and ballast-node-exporter (:bookworm) from images/, on bases made from
+# Debian's bookworm packages (BASE=public: the files' public bases instead). Podman, else docker
+# or nerdctl; fails, saying so, where none works. The base tarballs are cached in .cache/images/.
+image: container-deps
 	@hack/image.sh
+
+# The images run for real (tests/containers/): read-only and non-root, compose.yaml against the
+# sandbox. Not in `make test`'s 30 minutes: `.ci/run` runs it after.
+test-containers: image venv sandbox-build
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/containers
+
+# compose.yaml brought up with the local images against a sandbox apiserver, then torn down.
+compose-test: image venv sandbox-build
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/containers/test_compose.py
 
 clean:
 	-$(BALLAST) sandbox down

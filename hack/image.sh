@@ -1,29 +1,70 @@
 #!/bin/sh
 # `make image`: builds the Dockerfile into ballast:<chart appVersion> (IMAGE=name:tag to change
-# it) with the first OCI builder found that works: docker or nerdctl (their daemon answering),
-# podman, buildah. None: says so and fails, since a `make image` that builds nothing must not
-# look like success.
+# it), and the images the stack runs beside it from images/*/Containerfile: ballast-redis,
+# ballast-prometheus and ballast-node-exporter, tagged :bookworm.
+#
+# BASE=local (the default): every image starts from a base made here from Debian's bookworm
+# packages (hack/base-image.sh, cached in $BALLAST_CACHE_DIR/images/), since this project's
+# machines reach Debian's archive but no public image registry. BASE=public: the files' own
+# public bases (python:3.11-slim-bookworm, debian:bookworm-slim), pulled by the engine.
+#
+# The engine is the first that works of podman (daemonless: nothing to start as root), docker
+# or nerdctl (their daemon answering); none: says so and fails, since a `make image` that builds
+# nothing must not look like success.
 set -eu
 cd "$(dirname "$0")/.."
 version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/ballast/Chart.yaml)
 image=${IMAGE:-ballast:$version}
-tried=""
-for builder in docker podman buildah nerdctl; do
-    command -v "$builder" >/dev/null 2>&1 || continue
-    case $builder in
-        buildah) check="buildah version" ;;
-        *) check="$builder info" ;;
-    esac
-    if ! $check >/dev/null 2>&1; then
-        tried="$tried $builder (found, but \`$check\` fails: no daemon or no rights?)"
-        continue
+base=${BASE:-local}
+engine="" tried=""
+for candidate in podman docker nerdctl; do
+    command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" info >/dev/null 2>&1; then
+        engine=$candidate
+        break
     fi
-    echo "building $image with $builder"
-    case $builder in
-        buildah) exec buildah bud --tag "$image" . ;;
-        *) exec "$builder" build --tag "$image" . ;;
-    esac
+    tried="$tried $candidate (found, but \`$candidate info\` fails: no daemon or no rights?)"
 done
-echo "make image: no working OCI image builder (docker, podman, buildah or nerdctl).${tried:+ Tried:$tried}" >&2
-echo "Install one, or build the Dockerfile on another machine and push the image (docs/deploy.md, Images)." >&2
-exit 1
+if [ -z "$engine" ]; then
+    echo "make image: no working OCI engine (podman, docker or nerdctl).${tried:+ Tried:$tried}" >&2
+    echo "hack/install-container-deps.sh installs podman and mmdebstrap from Debian's packages;" >&2
+    echo "or build the Dockerfile on another machine and push the image (docs/deploy.md, Images)." >&2
+    exit 1
+fi
+
+# The build stage's pip reaches PyPI through the host's network and trusts what the host's pip
+# trusts (a proxy's CA included): its configuration and CA bundle are mounted for the build
+# only (podman; docker's build has no mounts), never copied into a layer.
+set --
+if [ "$engine" = podman ]; then
+    # runc and the shell's own limits (hack/containers-conf.sh says why), unless the caller has
+    # a containers.conf of its own.
+    CONTAINERS_CONF=${CONTAINERS_CONF:-$(hack/containers-conf.sh)}
+    export CONTAINERS_CONF
+    set -- --network=host
+    for file in /etc/pip.conf /etc/ssl/certs; do
+        [ -e "$file" ] && set -- "$@" --volume "$file:$file:ro"
+    done
+fi
+
+build() {  # build TAG CONTEXT FILE BASE-NAME BASE-PACKAGE...
+    tag=$1 context=$2 file=$3 name=$4
+    shift 4
+    if [ "$base" = local ]; then
+        from=$(hack/base-image.sh "$engine" "$name" "$@")
+        echo "building $tag with $engine on $from"
+        "$engine" build --file "$file" --build-arg BASE="$from" --tag "$tag" $flags "$context"
+    else
+        echo "building $tag with $engine on the file's public base"
+        "$engine" build --file "$file" --tag "$tag" $flags "$context"
+    fi
+    size=$("$engine" image inspect --format '{{.Size}}' "$tag")
+    echo "$tag: $((size / 1000000)) MB"
+}
+flags="$*"
+build "$image" . Dockerfile python python3 python3-venv
+build ballast-redis:bookworm images/redis images/redis/Containerfile redis redis-server
+build ballast-prometheus:bookworm images/prometheus images/prometheus/Containerfile prometheus \
+    prometheus wget
+build ballast-node-exporter:bookworm images/node-exporter images/node-exporter/Containerfile \
+    node-exporter prometheus-node-exporter

@@ -10,14 +10,6 @@ command -v redis-sentinel >/dev/null || need+=(redis-sentinel)  # the Sentinel f
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || need+=(chromium)
 command -v curl >/dev/null || need+=(curl)
-if ((${#need[@]})); then
-    if [[ $(id -u) != 0 ]]; then
-        echo "missing packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}" >&2
-        exit 1
-    fi
-    echo "installing Debian packages: ${need[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+"$(dirname "$0")/apt-install.sh" ${need[@]+"${need[@]}"}
 # Go is checked by `ballast sandbox build`, and only when a binary is missing from the cache:
 # a machine that shares a built cache (BALLAST_CACHE_DIR) needs no Go toolchain.

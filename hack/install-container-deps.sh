@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages `make image`, `make compose-test` and `make test-containers`
+# need: podman (the engine: daemonless, so nothing to start as root), runc (crun refuses this
+# machine's cgroup v1 beside the v2 hierarchy), the CNI plugins podman's networks use,
+# mmdebstrap (the local base images, hack/base-image.sh) and podman-compose (compose.yaml).
+# Only what is missing is installed, so a second run costs nothing.
+set -euo pipefail
+need=()
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v podman-compose >/dev/null || need+=(podman-compose)
+"$(dirname "$0")/apt-install.sh" ${need[@]+"${need[@]}"}
