@@ -9,6 +9,8 @@ need=()
 command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || need+=(runc)
 [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+# Service names on compose's network (podman 4.3's CNI backend resolves them through dnsname).
+[[ -x /usr/lib/cni/dnsname ]] || need+=(golang-github-containernetworking-plugin-dnsname)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v podman-compose >/dev/null || need+=(podman-compose)
 "$(dirname "$0")/apt-install.sh" ${need[@]+"${need[@]}"}

@@ -150,6 +150,11 @@ class WatcherApplication(BaseApplication):
             "worker_exit": self._worker_exit,
             "post_worker_init": self._post_worker_init,
         }
+        # gunicorn 25.1+ opens a control socket (for `gunicornc`) under $HOME by default; the
+        # watcher has no use for it, and in the image (read-only, HOME=/nonexistent) it logged
+        # "Control server error: Read-only file system" at every start.
+        if "control_socket_disable" in self.cfg.settings:
+            settings["control_socket_disable"] = True
         for key, value in settings.items():
             self.cfg.set(key, value)
 
