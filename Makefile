@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean container-deps image test-containers compose-test
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean container-deps image test-containers compose-test kubelet-build
 
 all: test
 
@@ -160,9 +160,14 @@ container-deps:
 image: container-deps
 	@hack/image.sh
 
+# The kubelet of the sandbox's real node (sandbox/realnode.py), from the components module;
+# after the sandbox's build, never beside another.
+kubelet-build: sandbox-build
+	$(PY) -m sandbox.realnode
+
 # The images run for real (tests/containers/): read-only and non-root, compose.yaml against the
-# sandbox. Not in `make test`'s 30 minutes: `.ci/run` runs it after.
-test-containers: image venv sandbox-build
+# sandbox, a pod on a real kubelet. Not in `make test`'s 30 minutes: `.ci/run` runs it after.
+test-containers: image venv sandbox-build kubelet-build
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/containers
 
 # compose.yaml brought up with the local images against a sandbox apiserver, then torn down.
