@@ -76,6 +76,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="leave out kube-controller-manager (no Deployments, Jobs, PDB status, GC)",
     )
+    p.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also run one real node (kubelet, containerd, runc, bridge CNI) with `make image`'s "
+        "images imported (sandbox/realnode.py)",
+    )
     p.set_defaults(func=_guarded(cmd_up))
 
     p = commands.add_parser("down", help="stop what `up` started, nothing else")
@@ -171,11 +177,23 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"Koordinator's {len(names)} CRDs applied; the simulator writes each node's NodeMetric "
             "every 60 s (5-minute averages, as koordlet), log in the logs folder (simulator.log)"
         )
+    if args.real_node:
+        from sandbox import realnode
+
+        realnode.up(plane, Path(args.state_dir))
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stopped = ControlPlane(args.state_dir).stop()
+    from sandbox import realnode
+
+    plane = ControlPlane(args.state_dir)
+    # Before the apiserver goes: the real node's pods are deleted through it.
+    if (Path(args.state_dir) / "realnode").is_dir() and realnode.down(
+        ControlPlane.attach(args.state_dir), Path(args.state_dir)
+    ):
+        print("stopped the real node")
+    stopped = plane.stop()
     print(f"stopped {', '.join(stopped)}" if stopped else "no sandbox process was running")
     return 0
 

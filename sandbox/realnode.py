@@ -14,6 +14,7 @@ be Ready; `stop()` deletes the node's pods, stops both and removes the bridge.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import os
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -44,6 +46,13 @@ def kubelet_binary() -> Path:
     return build.bin_dir() / "kubelet"
 
 
+def kubelet_go_mod_mismatches() -> list[str]:
+    go_mod = (KUBELET_DIR / "go.mod").read_text()
+    return versions.go_mod_mismatches(
+        go_mod, {"k8s.io/kubernetes": f"v{versions.KUBERNETES_VERSION}"}
+    )
+
+
 def ensure_kubelet(say: build.Printer = print) -> Path:
     """The kubelet from its wrapper module (sandbox/kubelet: components/go.mod's pins and
     replaces, tidied for the kubelet's own imports), built when missing.
@@ -52,6 +61,12 @@ def ensure_kubelet(say: build.Printer = print) -> Path:
     target = kubelet_binary()
     if target.is_file():
         return target
+    problems = kubelet_go_mod_mismatches()
+    if problems:
+        raise SandboxError(
+            f"{KUBELET_DIR / 'go.mod'} disagrees with sandbox/versions.py: {'; '.join(problems)}; "
+            "copy components/go.mod's pins and replaces into it and run `go mod tidy` there"
+        )
     go = build.find_go()
     target.parent.mkdir(parents=True, exist_ok=True)
     say(f"building kubelet (Kubernetes {versions.KUBERNETES_VERSION})")
@@ -84,8 +99,10 @@ class RealNode:
         self.state_dir = state_dir.resolve()
         self.log_dir = self.state_dir / "logs"
         self.pid_dir = self.state_dir / "pids"
-        # A unix socket's path must stay under 108 bytes: containerd's lives in /run.
-        self.run_dir = Path("/run") / f"ballast-realnode-{os.getpid()}-{id(self) % 10**6}"
+        # A unix socket's path must stay under 108 bytes: containerd's lives in /run, under a
+        # name `ballast sandbox down` finds again from the state folder.
+        digest = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
+        self.run_dir = Path("/run") / f"ballast-realnode-{digest}"
         self.socket = self.run_dir / "containerd.sock"
         self.die_with_parent = die_with_parent
         net = ipaddress.ip_network(SUBNET)
@@ -254,11 +271,13 @@ state = "{self.run_dir / "state"}"
     def _exited(self) -> bool:
         return any(not processes.alive(rec) for rec in processes.recorded(self.pid_dir))
 
-    def stop(self) -> None:
+    def stop(self, drain: bool = True) -> None:
         """Deletes the node's pods (the kubelet tears their sandboxes down, CNI releasing the
-        addresses), then stops the kubelet and containerd and removes what they left."""
+        addresses), then stops the kubelet and containerd and removes what they left. Without
+        the apiserver (`drain=False`) the pods' containers are killed with containerd."""
         try:
-            self._drain()
+            if drain:
+                self._drain()
         finally:
             for rec in reversed(processes.recorded(self.pid_dir)):  # kubelet first
                 processes.stop(rec, defaults.STOP_TIMEOUT)
@@ -267,11 +286,12 @@ state = "{self.run_dir / "state"}"
             for mount in _mounts_under(self.state_dir, self.run_dir):
                 _run(["umount", "-l", mount], check=False)
             shutil.rmtree(self.run_dir, ignore_errors=True)
-            with self.plane.api_client() as api:
-                try:
-                    client.CoreV1Api(api).delete_node(self.name, _request_timeout=10)
-                except client.ApiException:
-                    pass
+            if drain:
+                with self.plane.api_client() as api:
+                    try:
+                        client.CoreV1Api(api).delete_node(self.name, _request_timeout=10)
+                    except client.ApiException:
+                        pass
 
     def _drain(self) -> None:
         with self.plane.api_client() as api:
@@ -306,6 +326,55 @@ state = "{self.run_dir / "state"}"
                     os.kill(int(proc.name), 9)
                 except OSError:
                     pass
+
+
+# What `make image` builds, imported by `ballast sandbox up --real-node` when podman has it.
+LOCAL_IMAGES = (
+    PAUSE_IMAGE,
+    "localhost/ballast:0.1.0",
+    "localhost/ballast-redis:bookworm",
+    "localhost/ballast-prometheus:bookworm",
+    "localhost/ballast-node-exporter:bookworm",
+)
+
+
+def save_images(images: Iterable[str], folder: Path) -> list[Path]:
+    """`podman save` of each image podman holds, as archives for `RealNode.start`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    archives = []
+    for image in images:
+        if _run(["podman", "image", "exists", image], check=False).returncode != 0:
+            continue
+        archive = folder / (image.rsplit("/", 1)[-1].replace(":", "_") + ".tar")
+        _run(["podman", "save", "--format", "oci-archive", "-o", str(archive), image])
+        archives.append(archive)
+    return archives
+
+
+def up(plane: ControlPlane, state_dir: Path, say: build.Printer = print) -> RealNode:
+    """`ballast sandbox up --real-node`: the kubelet (built when missing) and containerd, with
+    `make image`'s images imported."""
+    ensure_kubelet(say)
+    folder = state_dir / "realnode"
+    archives = save_images(LOCAL_IMAGES, folder / "images")
+    if not archives or archives[0].name != "ballast-pause_1.tar":
+        raise SandboxError(f"podman has no {PAUSE_IMAGE}: build it with `make image`")
+    node = RealNode(plane, folder)
+    seconds = node.start(archives)
+    for archive in archives:
+        archive.unlink()
+    say(f"real node {node.name} Ready in {seconds:.1f} s ({len(archives)} images imported)")
+    return node
+
+
+def down(plane: ControlPlane, state_dir: Path) -> bool:
+    """Stops the real node `up` started in this state folder; False when there was none."""
+    folder = state_dir / "realnode"
+    node = RealNode(plane, folder)
+    if not processes.recorded(node.pid_dir):
+        return False
+    node.stop(drain=bool(plane.running()))
+    return True
 
 
 def _mounts_under(*roots: Path) -> list[str]:
