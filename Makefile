@@ -96,7 +96,7 @@ else
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
 	# in-process CPU per cycle and the store's memory at 10,000 pods on 5,000 nodes.
 	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json
-	$(PY) -m bench.explain_cost
+	$(PY) -m bench.scheduler.explain_cost
 endif
 
 # The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
@@ -108,7 +108,7 @@ bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
 # sandbox per workload: BENCH_ARGS=--quick runs the 500-node entries (about 15 minutes);
 # results and a plot in bench/results/scheduler-perf-*.{json,png}, docs/scheduler.md.
 bench-scheduler-perf: kube-scheduler-build $(VENV)/.bench-installed
-	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
+	$(PY) -m bench.scheduler.perf $(BENCH_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
@@ -123,7 +123,7 @@ bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 # The gpu-shared scenario (docs/gpu.md): training and inference pods on time-sliced GPUs,
 # Ballast with GpuLoad against kube-scheduler and Trimaran. BENCH_ARGS=--quick: one seed.
 bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
-	$(PY) -m bench.placement_gpu $(BENCH_ARGS)
+	$(PY) -m bench.placement.gpu $(BENCH_ARGS)
 
 # What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):
 # bytes per pod in Redis (on a throwaway redis-server) and in the watcher, a pod poll, the
@@ -141,7 +141,7 @@ bench-rebalance: sandbox-build $(VENV)/.bench-installed
 # minutes, so not in `make test`): one node's background rises to 90 %; exits 1 when a criterion
 # fails; bench/results/drift-check.json.
 bench-drift-check: sandbox-build $(VENV)/.bench-installed
-	$(PY) -m bench.drift_check $(BENCH_ARGS)
+	$(PY) -m bench.rebalance.drift_check $(BENCH_ARGS)
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.

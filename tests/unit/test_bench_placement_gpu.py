@@ -1,8 +1,8 @@
-"""bench.placement_gpu's pure parts: the plan, the pod body, the measures and the goals."""
+"""bench.placement.gpu's pure parts: the plan, the pod body, the measures and the goals."""
 
 from __future__ import annotations
 
-from bench import placement_gpu as pg
+from bench.placement import gpu as pg
 from sandbox import gpusim
 
 

@@ -1,4 +1,4 @@
-"""bench.provenance: a result document says its commit, tree state, date, machine, command
+"""bench.harness.provenance: a result document says its commit, tree state, date, machine, command
 and peers, and is written before anything is drawn from it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from bench import provenance
+from bench.harness import provenance
 from sandbox import versions
 
 
@@ -46,9 +46,9 @@ RESULTS = ROOT / "bench" / "results"
 # (one file at least must match), and "bench/results/NAME.json and .png" cites the picture too.
 CITATION = re.compile(r"bench/results/((?:[\w.*-]|\{[\w.,-]+\})+)(\s+and\s+\.png)?")
 
-# Results recorded before bench.provenance existed (2026-11-27): they say their date and often
-# their commit in their own fields or in the doc that cites them, not in a stamp. The list may
-# only shrink: a new or re-run result carries its stamp (bench.provenance.write_result), and a
+# Results recorded before bench.harness.provenance existed (2026-11-27): they say their date and
+# often their commit in their own fields or in the doc that cites them, not in a stamp. The list
+# may only shrink: a new or re-run result carries its stamp (provenance.write_result), and a
 # file removed leaves the list. docs/benchmarks.md says so.
 UNSTAMPED = frozenset(
     {
@@ -176,7 +176,7 @@ def test_every_result_says_where_it_came_from() -> None:
         if gaps:
             lacking[path.name] = gaps
     assert not lacking, (
-        f"result files without provenance (write them with bench.provenance.write_result): "
+        f"result files without provenance (write them with bench.harness.provenance.write_result): "
         f"{lacking}"
     )
 

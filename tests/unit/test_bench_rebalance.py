@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import rebalance
+from bench.rebalance import run as rebalance
 from sandbox import descheduler
 
 

@@ -195,7 +195,7 @@ def test_select_fills_the_budget_with_seeded_replicas(trace):
 
 
 def test_false_evictions_judged_by_the_node_with_the_pod_added_back(trace):
-    from bench import rebalance_trace as rt
+    from bench.rebalance import trace as rt
 
     p = player(trace)  # vm2 replays 20 m, then 400 m and 800 m (steps 1..3, 2 s each)
     p.start(0.0)
@@ -218,7 +218,7 @@ def test_false_evictions_judged_by_the_node_with_the_pod_added_back(trace):
 
 
 def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
-    from bench import rebalance_trace as rt
+    from bench.rebalance import trace as rt
     from sandbox.trace import Trace
 
     week = Trace(trace.start, 7 * 288, trace.vms, "x")
@@ -232,7 +232,7 @@ def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
 
 
 def test_placement_trace_replicas_arrive_in_consecutive_waves(trace):
-    from bench import placement_trace as pt
+    from bench.placement import trace as pt
     from sandbox.trace import Trace
 
     week = Trace(trace.start, 7 * 288, trace.vms, "x")
