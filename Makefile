@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean
 
 all: test
 
@@ -110,6 +110,27 @@ bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
 bench-scheduler-perf: kube-scheduler-build $(VENV)/.bench-installed
 	$(PY) -m bench.scheduler.perf $(BENCH_ARGS)
 
+# The scheduler's cache at 5,000 nodes and 50,000 bound pods: time to ready and to the first
+# bind after a restart, CPU and RSS, Ballast beside kube-scheduler (about 3 minutes);
+# bench/results/scheduler-cache-5000-50000.json.
+bench-scheduler-cache: kube-scheduler-build $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.cache $(BENCH_ARGS)
+
+# The scheduler's start-up CPU and how much of it is imports; bench/results/scheduler-startup.json.
+# BENCH_ARGS="--source before=DIR --source after=. --nodes 500 --kube-scheduler" compares trees.
+bench-scheduler-startup: kube-scheduler-build $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.startup $(BENCH_ARGS)
+
+# The scheduling loop in process, no API server: CPU per pod and a digest of the placements
+# (printed; seconds). BENCH_ARGS="--preempt 60" runs PreemptionAsync's preemptors instead.
+bench-scheduler-loop: $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.loop $(BENCH_ARGS)
+
+# One of scheduler_perf's shapes on the filter and score passes alone (printed; seconds);
+# BENCH_ARGS names the shape and its options, topology by default.
+bench-scheduler-inprocess: $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.inprocess $(or $(BENCH_ARGS),topology)
+
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
 	touch $@
@@ -142,6 +163,22 @@ bench-rebalance: sandbox-build $(VENV)/.bench-installed
 # fails; bench/results/drift-check.json.
 bench-drift-check: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance.drift_check $(BENCH_ARGS)
+
+# The rule that picks the rebalancer's defaults, applied to the committed results (a table).
+bench-rebalance-defaults: $(VENV)/.bench-installed
+	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json bench/results/rebalance-trace.json
+
+# Every picture in bench/results/ drawn again from the results beside it, each family's own
+# plot; nothing is run (seconds).
+bench-plots: $(VENV)/.bench-installed
+	$(PY) -m bench.placement --plot bench/results/placement.json
+	$(PY) -m bench.placement.gpu --plot bench/results/placement-gpu.json
+	$(PY) -m bench.rebalance --plot bench/results/rebalance.json
+	$(PY) -m bench.rebalance --plot bench/results/rebalance-trace.json
+	$(PY) -m bench.scheduler --plot bench/results/scheduler-backlog-budget.json
+	$(PY) -m bench.scheduler.perf --table bench/results/scheduler-perf-quick-idlegc.json
+	$(PY) -m bench.chaos --plot bench/results/chaos.json
+	$(PY) -m bench.watcher.plot --nodes 20000
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.

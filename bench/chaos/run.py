@@ -61,7 +61,7 @@ from bench.chaos.check import (
     seconds_without,
     seconds_without_writes,
 )
-from bench.harness.common import child_pids, new_figure, redraw_option, save
+from bench.harness.common import RESULTS_DIR, child_pids, new_figure, redraw_option, save
 from bench.harness.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from bench.harness.provenance import write_result
 from sandbox import processes
@@ -77,7 +77,7 @@ from watcher import defaults as watcher_defaults
 from watcher.keys import Keys
 from watcher.redis_store import client_for
 
-RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
+RESULTS = RESULTS_DIR / "chaos.json"
 T = 5.0  # seconds per API request of the harness
 CANARY = "ballast-chaos:canary"  # set before a Redis kill; gone after a wipe
 FAULTS = (

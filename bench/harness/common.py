@@ -39,7 +39,7 @@ from sandbox.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler.backend.cache import interrupt
 from scheduler.kube import kubeapi
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"  # every benchmark's result files
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"  # every benchmark's result files
 THREADS = 16  # client threads creating pods, Ballast's binder parallelism and the raw binder's
 T = (5.0, 30.0)  # connect and read timeouts of the benchmarks' API calls
 ZONES = 3

@@ -38,7 +38,7 @@ from typing import Any
 import requests
 from kubernetes import client
 
-from bench.harness.common import BindTracker, PodMaker
+from bench.harness.common import RESULTS_DIR, BindTracker, PodMaker
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from sandbox import nodemetric
 from sandbox.controlplane import ControlPlane
@@ -55,7 +55,7 @@ from sandbox.trimaran import (
     stop_scheduler,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR
 NAMESPACE = "placement"
 POOL_LABEL = "ballast.dev/bench-pool"
 TARGET = 40  # TargetLoadPacking's default target: "target + 10" is judged against it

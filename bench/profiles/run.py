@@ -23,10 +23,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.harness.common import sized
+from bench.harness.common import RESULTS_DIR, sized
 from bench.harness.provenance import write_result
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR
 
 
 def _heap(build) -> tuple[Any, int]:  # noqa: ANN001 (a zero-argument callable)

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.harness.common import scenario_table, sized
+from bench.harness.common import redraw_option, scenario_table, sized
 from bench.harness.provenance import write_result
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
@@ -52,7 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
     )
+    redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        doc = json.loads(args.plot.read_text())
+        drawn = plot_all(doc, args.plot.parent, prefix=args.plot.stem)
+        for path in drawn + rt.plot(doc, args.plot.parent, prefix=args.plot.stem):
+            print(f"plot: {path}")
+        return 0
     sized(
         args,
         quick={"seeds": 1, "contenders": ",".join(rb.QUICK_CONTENDERS),

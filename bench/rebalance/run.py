@@ -50,6 +50,7 @@ from typing import Any
 import requests
 from kubernetes import client
 
+from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from sandbox import descheduler, nodemetric
@@ -60,7 +61,7 @@ from sandbox.nodes import NodeSpec
 from sandbox.simulator import Simulator, SimulatorConfig, node_loads
 from sandbox.trimaran import stop_scheduler
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR
 POOL_LABEL = "ballast.dev/bench-pool"
 CONTENDERS = {
     "none": "no rebalancer",

@@ -26,7 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from bench.harness.common import sized
+from bench.harness.common import RESULTS_DIR, sized
 from bench.harness.provenance import write_result
 from scheduler.backend import decisions, explanation
 from scheduler.backend.decisions import DecisionStore
@@ -38,7 +38,7 @@ from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.resources import node_info, pod_info, predicted_cpu_m
 from scheduler.framework.snapshot import Snapshot, snapshot_of
 
-RESULTS = Path(__file__).resolve().parent / "results" / "explain-cost.json"
+RESULTS = RESULTS_DIR / "explain-cost.json"
 QUICK_NAME = "explain-cost-quick.json"
 CPU_GOAL = 1.05
 MEMORY_GOAL_MB = 50.0

@@ -13,7 +13,7 @@ test would need: no API is involved at all.
 `python -m bench.scheduler.loop --nodes 1000 --pods 2000 [--no-record] [--profile]` prints CPU
 per pod (process time over the loop) and a digest of the placements. `--gpu-load` adds GpuLoad's
 filter and score (weight 5, docs/gpu.md) to the profile: the plain pods request no GPU, so this
-is what a GPU-enabled profile costs pods without GPUs (bench.loop_ab compares the two).
+is what a GPU-enabled profile costs pods without GPUs (docs/gpu.md compares the two).
 
 `--preempt N` runs PreemptionAsync's preemptor phase instead, as bench.scheduler.perf does live:
 every node full of low-priority pods (four 900m, one 100m, kwok-like start times), then N

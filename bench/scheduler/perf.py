@@ -827,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         action="store_true",
         help="run Ballast under py-spy: stacks in bench/results/profile-perf-<workload>.txt "
-        "(one round; split them with bench.profile_split), PreemptionAsync's preemptors alone "
+        "(one round, py-spy raw format), PreemptionAsync's preemptors alone "
         "in profile-perf-PreemptionAsync-preemptors.txt",
     )
     parser.add_argument(

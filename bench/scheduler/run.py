@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         action="store_true",
         help="run Ballast under py-spy (pip install py-spy): stacks per round in "
-        "bench/results/profile-<workload>-<nodes>-r<round>.txt, split by bench.profile_split",
+        "bench/results/profile-<workload>-<nodes>-r<round>.txt (py-spy raw format)",
     )
     redraw_option(parser, "--plot", "only draw the backlog's CPU budget of a result (beside it)")
     args = parser.parse_args(argv)

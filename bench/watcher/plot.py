@@ -15,7 +15,7 @@ from typing import Any
 from bench.harness.common import new_figure, save
 from bench.watcher.run import RESULTS, STORES
 
-IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def result_files(nodes: int) -> dict[str, Path]:

@@ -51,6 +51,7 @@ import requests
 import yaml
 
 from bench.harness.common import (
+    RESULTS_DIR,
     child_pids,
     new_figure,
     process_rss_mb,
@@ -73,8 +74,8 @@ from watcher.poller import Poller
 from watcher.providers.prometheus import PrometheusProvider
 from watcher.redis_store import RedisStore
 
-RESULTS = Path(__file__).resolve().parent / "results" / "watcher.json"
-IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+RESULTS = RESULTS_DIR / "watcher.json"
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 PREFIX = "bench:"
 GOALS = {"poll_vs_bare": 1.5, "poll_seconds": 1.0, "watcher_p99_ms": 50.0, "host_rps": 1000.0}
 # Issue 11's goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
