@@ -208,6 +208,15 @@ def redraw_option(parser: argparse.ArgumentParser, flag: str, what: str) -> None
     parser.add_argument(flag, type=Path, default=None, metavar="JSON", help=what)
 
 
+def redraw(result: Path, *draws: Callable[..., list[Path]]) -> int:
+    """Each `draw(doc, folder, prefix=...)` over an earlier result, its pictures beside it."""
+    doc = json.loads(result.read_text())
+    for draw in draws:
+        for path in draw(doc, result.parent, prefix=result.stem):
+            print(f"plot: {path}")
+    return 0
+
+
 def new_figure(width: float, height: float, **layout: Any) -> tuple[Any, Any]:
     """A matplotlib figure and its axes, drawn to files only (the `bench` extra brings
     matplotlib; it is imported here so that a benchmark imports it only to draw). `layout`:

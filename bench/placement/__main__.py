@@ -7,13 +7,12 @@ imports the other back.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from bench.harness.common import redraw_option, scenario_table
+from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
 from bench.placement import run as pl
 from bench.placement import trace as pt
@@ -47,10 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
     args = parser.parse_args(argv)
     if args.plot is not None:
-        doc = json.loads(args.plot.read_text())
-        for path in plot_all(doc, args.plot.parent, prefix=args.plot.stem):
-            print(f"plot: {path}")
-        return 0
+        return redraw(args.plot, plot_all)
     names = args.scenarios.split(",") if args.scenarios else list(pl.SCENARIOS)
     seeds = list(pl.SEEDS)
     if args.quick:

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.harness.common import redraw_option, scenario_table, sized
+from bench.harness.common import redraw, redraw_option, scenario_table, sized
 from bench.harness.provenance import write_result
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
@@ -55,11 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
     args = parser.parse_args(argv)
     if args.plot is not None:
-        doc = json.loads(args.plot.read_text())
-        drawn = plot_all(doc, args.plot.parent, prefix=args.plot.stem)
-        for path in drawn + rt.plot(doc, args.plot.parent, prefix=args.plot.stem):
-            print(f"plot: {path}")
-        return 0
+        return redraw(args.plot, plot_all, rt.plot)
     sized(
         args,
         quick={"seeds": 1, "contenders": ",".join(rb.QUICK_CONTENDERS),
