@@ -542,9 +542,10 @@ BALLAST_PACKAGES = ("ballast", "scheduler", "shared")
 def compile_ballast() -> list[str]:
     """Compile Ballast's own packages to bytecode beside their sources, as its image ships them
     (Dockerfile): this machine sets PYTHONDONTWRITEBYTECODE=1 and the install is editable,
-    so without this every start compiles about 80 modules from source, 0.1-0.15 s of CPU that
-    a deployed scheduler does not pay. The started process still writes nothing; it reads what
-    is compiled here (checked against each source's mtime, so an edit is never run stale).
+    so without this every start compiles them all from source, CPU that a deployed scheduler
+    does not pay (docs/scheduler.md, "Bytecode", says how much). The started process still
+    writes nothing; it reads what is compiled here (checked against each source's mtime, so
+    an edit is never run stale).
     Returns the folders compiled."""
     done = []
     for name in BALLAST_PACKAGES:

@@ -80,7 +80,7 @@ CREATE_THREADS = 16
 # leave it blind for most of a scenario; docs/placement.md).
 NODE_METRICS = nodemetric.NodeMetricConfig(report_seconds=2, aggregate_seconds=15, durations=(60,))
 # The aggregated settings Koordinator's release notes show for production (v1.1: filter and score
-# on a percentile of the aggregated usage instead of the mean), with p95 as issue 34 asks: on
+# on a percentile of the aggregated usage instead of the mean), with p95: on
 # NODE_METRICS' 60 s aggregates (koordlet's 5 minutes would still be in their cold start when
 # the pods arrive, and LoadAwareScheduling would fall back to the mean).
 KOORDINATOR_P95 = {
@@ -108,10 +108,10 @@ COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ballast-tlp-always": ("ballast-tlp", {"orderSaturated": "always"}),
     "ballast-lvrb-always": ("ballast-lvrb", {"orderSaturated": "always"}),
-    # The estimator's floor off: a scale-out of an idle workload predicted at ~0 (issue 33).
+    # The estimator's floor off: a scale-out of an idle workload predicted at ~0.
     "ballast-tlp-nofloor": ("ballast-tlp", {"usageEstimate": {"profileFloor": 0}}),
     "ballast-tlp-requests": ("ballast-tlp", {"usageEstimate": {"useProfiles": False}}),
-    # Koordinator's idea beside Ballast's score (issue 34): keep pods off nodes whose load, the
+    # Koordinator's idea beside Ballast's score: keep pods off nodes whose load, the
     # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
     "ballast-lvrb-threshold": ("ballast-lvrb", {}),
 }
@@ -157,7 +157,7 @@ SCENARIOS = {
                  "Deployments use 3x their request, half 0.2x", per_wave=32, gap=40.0,
                  misleading=True, deployments=16),
         Scenario("hot-nodes", "steady waves; 20 % of nodes start at 70-85 % CPU", hot_fraction=0.2),
-        # Issue 33: the second wave is predicted from the first's profile (~0 without the
+        # The second wave is predicted from the first's profile (~0 without the
         # estimator's floor); compare pods_per_node_max with the request rule's (Trimaran).
         Scenario("idle-scale-out", "an idle Deployment's 12 replicas, then 12 more 40 s later "
                  "(a scale-out), every replica at 2 % of its request", waves=2, per_wave=12,
@@ -372,7 +372,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dict[
 
 
 def goals(summary: dict[str, Any]) -> dict[str, dict[str, bool | None]]:
-    """Issue 10's goals per scenario, on medians; None when a contender has no value."""
+    """The placement goals per scenario (docs/placement.md), on medians; None when a
+    contender has no value."""
     out: dict[str, dict[str, bool | None]] = {}
     for scenario, per_c in summary.items():
 
@@ -382,8 +383,9 @@ def goals(summary: dict[str, Any]) -> dict[str, dict[str, bool | None]]:
         result: dict[str, bool | None] = {}
         for ours, theirs in COUNTERPART.items():
             result[f"{ours}: 0 nodes over 100 %"] = _cmp(med(ours, "nodes_over_100"), 0, "==")
-            # Issue 21 withdrew "fewer nodes over target + 10": with mean demand far above the
-            # target it rewards piling up. An even spread is what keeps hot spots away.
+            # No goal on "fewer nodes over target + 10" (withdrawn, docs/placement.md): with
+            # mean demand far above the target it rewards piling up. An even spread is what keeps
+            # hot spots away.
             result[f"{ours}: lower std of node CPU than {theirs}"] = _cmp(
                 med(ours, "std_cpu"), med(theirs, "std_cpu"), "<"
             )

@@ -1,4 +1,4 @@
-"""The rebalancer's defaults from measurement (issue 35 item 4): a table of the candidates and
+"""The rebalancer's defaults from measurement: a table of the candidates and
 the rule's choice, read from `make bench-rebalance` results.
 
 Candidates are Ballast's pools of bench.rebalance (ballast: avg, 3 observations, high 80 %;

@@ -1,6 +1,6 @@
 """`make bench-drift-check`: the rebalancer's closed loop on the sandbox, with its default settings.
 
-Issue 33's check: after placement, one node's own background load rises until the node sits at
+The check: after placement, one node's own background load rises until the node sits at
 90 % CPU; pods carry their load when they move. Passes when the node is under its high
 threshold (80 %, on the mean over the watcher's window as the default `avg` reads it) within 6
 minutes of going hot, with at most one eviction beyond the minimum

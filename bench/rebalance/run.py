@@ -16,7 +16,8 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 - ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
   its average, to measure what the average's lag buys and costs;
 - ballast-p95, ballast-n5, ballast-h70, ballast-h90: the other candidates for the defaults
-  (issue 35's table: statistic p95; 5 observations; hot above 70 % or 90 %), only when named;
+  (docs/rebalancer.md: statistic p95; 5 observations; hot above 70 % or 90 %), only when
+  named;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -89,7 +90,8 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates
-# (ballast-p95, -n5, -h70, -h90) only when asked for, as issue 35's table of defaults does.
+# (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
+# (docs/rebalancer.md).
 DEFAULT_CONTENDERS = (
     "none", "ballast", "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
 )  # fmt: skip
@@ -618,7 +620,7 @@ def place_paired(
     create_pool: Callable[[str], None],
     replicas: dict[str, int],
 ) -> None:
-    """Every pool starts from one placement (issue 34's paired design), so what differs between
+    """Every pool starts from one placement (a paired design), so what differs between
     pools afterwards is their rebalancer's doing: the first pool is placed by Ballast's scheduler;
     then, the scheduler stopped, every other pool's pods are bound to the nodes of the same
     indexes, and the scheduler starts again to place the replacements."""

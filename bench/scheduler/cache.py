@@ -1,4 +1,4 @@
-"""The scheduler's cache at scale: 5,000 nodes and 50,000 bound pods (issue 11).
+"""The scheduler's cache at scale: 5,000 nodes and 50,000 bound pods.
 
 `python -m bench.scheduler.cache [--nodes 5000] [--pods 50000] [--only ballast kube-scheduler]`
 

@@ -1,4 +1,4 @@
-"""What recording decisions (`ballast explain`, issue 18) costs, measured in-process.
+"""What recording decisions (`ballast explain`) costs, measured in-process.
 
 5,000 nodes with fresh load data, the default profile, plain pods (100m / 128Mi). One cycle as
 scheduler/cycle.py runs it: filter until percentageOfNodesToScore's share is feasible (the

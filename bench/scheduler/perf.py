@@ -531,9 +531,9 @@ def preempt_one_by_one(
     """CPU and latency per preempting pod: `count` pods of the churn's template created one at
     a time on the full cluster, each waited for until bound, nothing else going on: first the
     contender is left to finish what the phases before left it (Ballast writes the Scheduled
-    events of 2,500 pods for about 20 s after the last binding, at about 110 ms of CPU a
-    second, which the preemptors' CPU would otherwise carry). The contender's CPU per thread
-    over the preemptors is read from /proc. With `profile`, py-spy is attached over the
+    events of the pods before for a while after the last binding, CPU the preemptors' figures
+    would otherwise carry; docs/scheduler.md says how long and how much). The contender's CPU
+    per thread over the preemptors is read from /proc. With `profile`, py-spy is attached over the
     preemptors alone (stacks to that file)."""
     op, scheduler = churn.op, churn.scheduler
     settle_s = settle(contender)

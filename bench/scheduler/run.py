@@ -20,14 +20,14 @@ Contenders:
   QPS raised to 5000 as kube-scheduler's own scheduler_perf does (its default of 50 would
   measure the rate limiter, not the scheduler);
 - ballast-no-record (only when named in --only): Ballast with decision recording off
-  (`--decisions 0`), for the cost of `ballast explain`'s records (issue 18: `ballast` over it,
-  CPU per pod, at most 1.05x).
+  (`--decisions 0`), for the cost of `ballast explain`'s records (its goal:
+  `ballast` over it, CPU per pod, at most 1.05x).
 Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, how
 long creating the pods took, and the phase's `Scheduled` events: how many were written and when
 the last one was (the next phase starts only after them, so one contender's late events never
 load the API server during another's measurement). JSON in bench/results/scheduler.json: every
 round, then per contender and phase the median, min and max, the ratios of Ballast's median
-pods/s to the others' and, per goal of issue 4, whether it is met.
+pods/s to the others' and, per goal (docs/scheduler.md), whether it is met.
 """
 
 from __future__ import annotations
@@ -314,16 +314,16 @@ def aggregate(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-# The `spread` workload's goals (issue 8): pods/s at least 0.9x kube-scheduler's, CPU per pod
+# The `spread` workload's goals: pods/s at least 0.9x kube-scheduler's, CPU per pod
 # at most 1.5x.
 SPREAD_GOALS = (("kube-scheduler", 0.9),)
 SPREAD_CPU_GOAL = 1.5
-# Issue 11, plain pods on 5,000 nodes or more: CPU per pod at most kube-scheduler's, backlog
-# pods/s at least 0.9x the raw bind loop (issue 4's goals stay for the burst).
+# Plain pods on 5,000 nodes or more: CPU per pod at most kube-scheduler's, backlog
+# pods/s at least 0.9x the raw bind loop (the 1,000-node goals stay for the burst).
 LARGE_NODES = 5000
 LARGE_CPU_GOAL = 1.0
 LARGE_BACKLOG_GOALS = (("kube-scheduler", 1.0), ("raw-bind", 0.9))
-# Issue 18: decision recording (on by default) costs at most 5 % CPU per scheduled pod.
+# Decision recording (on by default) costs at most 5 % CPU per scheduled pod.
 RECORDING_CPU_GOAL = 1.05
 
 
@@ -341,7 +341,7 @@ def verdict(
     summary: dict[str, Any], workload: str = "plain", nodes: int = 1000
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Ratios of the median pods/s (Ballast over each other contender), of the median CPU per
-    pod (Ballast over kube-scheduler) and whether each goal is met. Issue 4's goal names pods
+    pod (Ballast over kube-scheduler) and whether each goal is met. The throughput goal names pods
     created at once (`burst`); backlog is reported the same way because it measures scheduling
     without the client's creation rate."""
     ratios: dict[str, float] = {}
@@ -356,7 +356,7 @@ def verdict(
             cpu_goal = LARGE_CPU_GOAL
         if cpu_goal is not None:
             goals[key] = _at_most(ratios[key], cpu_goal)
-    # Issue 18: what recording decisions costs, per phase (start-up is the same either way).
+    # What recording decisions costs, per phase (start-up is the same either way).
     for phase in PHASES:
         on = summary.get("ballast", {}).get(phase, {}).get("cpu_ms_per_pod", {}).get("median")
         off = summary.get("ballast-no-record", {}).get(phase, {}).get("cpu_ms_per_pod", {})

@@ -1,7 +1,7 @@
 """`python -m bench.scheduler.startup`: the scheduler's start-up CPU, and how much of it imports.
 
 Each figure is the CPU (user + system, from the kernel) of a fresh `ballast scheduler` process;
-every version named by `--source` is measured in turn, rotated, in one run (issue 19):
+every version named by `--source` is measured in turn, rotated, in one run:
 - imports: `ballast scheduler --config MISSING` imports what a start imports (the CLI, then the
   runtime, config, plugins and the kubernetes client) and exits at the missing file: its whole
   CPU is the interpreter's start and the imports. Under each `--bytecode` condition: `env`, this

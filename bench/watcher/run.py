@@ -1,7 +1,7 @@
 """`make bench-watcher`: the watcher at 5,000 synthetic nodes through a real Prometheus.
 
 `make bench-watcher BENCH_ARGS=--quick` for 500 nodes and shorter load tests (about 2
-minutes, bench/results/watcher-quick.json); `BENCH_ARGS="--nodes 10000"` for issue 11's size
+minutes, bench/results/watcher-quick.json); `BENCH_ARGS="--nodes 10000"` for the large size
 (its own goals, results in bench/results/watcher-10000.json). One synthetic exporter (5,000
 nodes x 8 CPUs), one Prometheus scraping it every 5 s, one Redis.
 After a full rate() window of samples:
@@ -18,7 +18,7 @@ JSON in bench/results/watcher.json.
 exporter scraped by VictoriaMetrics single node, or by a Prometheus behind a Thanos sidecar and
 querier): results in watcher-<nodes>-<store>.json, side by side with Prometheus's in
 docs/watcher.md (bench/watcher/plot.py draws them). `--clients` sets the keep-alive clients of
-GET /watcher (all nodes); issue 37's 20,000-node goals are judged with 4.
+GET /watcher (all nodes); the 20,000-node goals are judged with 4.
 
 `--vs-load-watcher` serves one Prometheus (with the recording rules load-watcher hard-codes)
 with both paypal/load-watcher (built from its pinned Go module on first use, sandbox/loadwatcher/)
@@ -78,10 +78,10 @@ RESULTS = RESULTS_DIR / "watcher.json"
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 PREFIX = "bench:"
 GOALS = {"poll_vs_bare": 1.5, "poll_seconds": 1.0, "watcher_p99_ms": 50.0, "host_rps": 1000.0}
-# Issue 11's goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
+# The goals at 10,000 nodes: the whole-cluster answer is twice as big, so its p99 may be
 # twice as long; no goal on the poll's absolute time, only against the bare PromQL.
 GOALS_10K = {"poll_vs_bare": 1.5, "watcher_p99_ms": 100.0, "host_rps": 1000.0}
-# Issue 37's at 20,000 nodes, on each store: GET /watcher p99 with 4 clients, RSS under 1 GB.
+# At 20,000 nodes, on each store: GET /watcher p99 with 4 clients, RSS under 1 GB.
 GOALS_20K = {"poll_vs_bare": 1.5, "watcher_p99_ms": 50.0, "host_rps": 1000.0, "rss_mb": 1024.0}
 STORES = ("prometheus", "victoriametrics", "thanos")
 
