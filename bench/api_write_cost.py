@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from bench.common import start_sandbox
-from sandbox.namespaces import ensure_namespace
+from sandbox.cluster.namespaces import ensure_namespace
 from scheduler.kube import kubeapi
 from scheduler.kube.evictor import STRATEGIC_PATCH, disruption_patch
 

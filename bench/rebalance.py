@@ -55,15 +55,16 @@ from kubernetes import client
 from bench.common import scenario_table, sized
 from bench.provenance import write_result
 from bench.simulated_cluster import SimulatedCluster, ballast_argv
-from sandbox import descheduler, koordinator, nodemetric
-from sandbox.controlplane import ControlPlane
-from sandbox.koordinator import descheduler as koord_descheduler
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import Simulator, SimulatorConfig, node_loads
-from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
-from sandbox.trace import for_scenarios
-from sandbox.trimaran import stop_scheduler
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load import nodemetric
+from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
+from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.load.trace import for_scenarios
+from sandbox.peers import descheduler, koordinator
+from sandbox.peers.koordinator import descheduler as koord_descheduler
+from sandbox.peers.trimaran import stop_scheduler
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POOL_LABEL = "ballast.dev/bench-pool"
