@@ -173,6 +173,30 @@ def _helm_command(go: str, output: Path) -> list[str]:
     return cmd + ["-o", str(output), "helm.sh/helm/v3/cmd/helm"]
 
 
+def cached(target: Path, say: Printer) -> bool:
+    """True, said, when `target` is already built."""
+    if target.is_file():
+        say(f"{target.name} up to date in {target.parent}")
+        return True
+    return False
+
+
+def build_command(
+    target: Path, module_dir: Path, command: str, name: str, what: str, say: Printer
+) -> Path:
+    """`go build` of `command` in the wrapper module `module_dir` into `target`, staged beside
+    it so a half-built binary never lands in the cache; the log is build-<name>.log."""
+    go = find_go()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".build-{name}-") as tmp:
+        staging = Path(tmp) / name
+        cmd = [go, "build", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(staging), command]
+        log = target.parent / f"build-{name}.log"
+        _run(cmd, module_dir, dict(os.environ), log, what, say)
+        staging.replace(target)
+    return target
+
+
 def _run(
     cmd: list[str], cwd: Path, env: dict[str, str], log: Path, what: str, say: Printer
 ) -> None:

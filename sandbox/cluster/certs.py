@@ -112,6 +112,21 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
+def _ca(
+    common_name: str,
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Name, x509.Certificate]:
+    """A new self-signed CA: its key, name and certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name(common_name)
+    cert = (
+        _builder(name, name, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(signs_certs=True), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return key, name, cert
+
+
 def _leaf(
     ca_key: ec.EllipticCurvePrivateKey,
     ca_name: x509.Name,
@@ -141,14 +156,7 @@ def ensure_pki(directory: Path, admin_user: str, service_ip: str) -> Pki:
         return pki
     directory.mkdir(parents=True, exist_ok=True)
 
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("ballast-sandbox-ca")
-    ca_cert = (
-        _builder(ca_name, ca_name, ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_key_usage(signs_certs=True), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_key, ca_name, ca_cert = _ca("ballast-sandbox-ca")
     san = x509.SubjectAlternativeName(
         [x509.DNSName(n) for n in SERVING_DNS]
         + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip)]
@@ -224,14 +232,7 @@ def ensure_aggregation_pki(pki: Pki) -> AggregationPki:
     ca_name = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()).subject
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
 
-    proxy_ca_key = ec.generate_private_key(ec.SECP256R1())
-    proxy_ca_name = _name("ballast-sandbox-front-proxy-ca")
-    proxy_ca_cert = (
-        _builder(proxy_ca_name, proxy_ca_name, proxy_ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_key_usage(signs_certs=True), critical=True)
-        .sign(proxy_ca_key, hashes.SHA256())
-    )
+    proxy_ca_key, proxy_ca_name, proxy_ca_cert = _ca("ballast-sandbox-front-proxy-ca")
     client_key, client_cert = _leaf(
         proxy_ca_key, proxy_ca_name, _name(PROXY_CLIENT_NAME), ExtendedKeyUsageOID.CLIENT_AUTH
     )

@@ -26,8 +26,7 @@ HIGH, LOW = 80.0, 50.0
 # use up the round when the node needs a bigger one moved as well; and a node rests 30 s after
 # an eviction (default: the whole window, 5 minutes, longer than the demo waits): the newest
 # sample holds the eviction's effect one rate range (15 s) after it, so a node a small move left
-# hot gets its next move within the demo (a clean-clone run ended with medium-2 still hot after
-# one 6.8 % pod, resting 315 s).
+# hot gets its next move within the demo (docs/rebalancer.md, "In the demo").
 SETTINGS = {
     "interval": "2s",
     "resources": [{"name": "cpu", "statistic": "latest", "high": HIGH, "low": LOW}],
@@ -128,8 +127,7 @@ class Rebalancing:
         followed: relieved, or printed with what was left on it and why. A node stays hot when
         the moves that would relieve it are refused (the scheduler would put the pod back within
         the judge's margin, no target stays under high with it, a budget): refusing them is the
-        rebalancer's judgement, not a failure of the loop (two clean-clone runs of make test in
-        a row ended so, each after one small pod moved)."""
+        rebalancer's judgement, not a failure of the loop (docs/rebalancer.md, "In the demo")."""
         return (
             bool(self.evictions)
             and all(e.node and e.node != e.source for e in self.evictions)

@@ -7,8 +7,7 @@ The mapping (docs/trace.md):
   for both (defaults 200 m, 4 and 1/16: the Bitbrains mix of 1-8 cores and 0.1-16 GB requests
   50-400 m and 6 MiB-1 GiB, and a VM saturating 8 cores uses 1.6 CPUs). The overcommit is the
   hosts': the VMs' cores were themselves vCPUs shared 4:1-style. At 1:1 a pool whose requests
-  are full never passes about 60 % in any replayed day (the trace's use is 8.5 % of what was
-  given on average), and there is nothing to rebalance;
+  are full never gets hot, and there is nothing to rebalance (docs/trace.md has the figures);
 - a workload has 1, 2 or 3 replicas (`replicas`, a third of the VMs each, seeded): every
   replica uses the VM's series, each with its own noise (a factor 1 +- `noise`, uniform,
   independent per replica and step). Replicas of one workload therefore look alike and move
@@ -21,9 +20,8 @@ The mapping (docs/trace.md):
 
 `use(pod key, now)` is a pure function of the key, the time and the seed, so a benchmark can
 ask what an evicted pod would have used had it stayed. The simulator (sandbox.load.simulator)
-asks it
-for every pod, through `SimulatorConfig.trace`; pods it does not know keep the simulator's own
-model.
+asks it for every pod, through `SimulatorConfig.trace`; pods it does not know keep the
+simulator's own model.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ only one can run on a machine at a time.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from sandbox.cluster import build, versions
@@ -32,8 +30,7 @@ def binary() -> Path:
 def ensure_built(say: build.Printer = print) -> Path:
     """The load-watcher binary, built first when missing."""
     target = build.bin_dir() / versions.load_watcher_binary()
-    if target.is_file():
-        say(f"{target.name} up to date in {target.parent}")
+    if build.cached(target, say):
         return target
     problems = versions.load_watcher_go_mod_mismatches((MODULE_DIR / "go.mod").read_text())
     if problems:
@@ -42,13 +39,5 @@ def ensure_built(say: build.Printer = print) -> Path:
             + "; ".join(problems)
             + ". There, run `go get github.com/paypal/load-watcher@vX.Y.Z` and `go mod tidy`"
         )
-    go = build.find_go()
-    target.parent.mkdir(parents=True, exist_ok=True)
     say(f"building load-watcher v{versions.LOAD_WATCHER_VERSION}")
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-loadwatcher-") as tmp:
-        staging = Path(tmp) / "load-watcher"
-        cmd = [go, "build", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(staging), COMMAND]
-        log = target.parent / "build-loadwatcher.log"
-        build._run(cmd, MODULE_DIR, dict(os.environ), log, "load-watcher", say)
-        staging.replace(target)
-    return target
+    return build.build_command(target, MODULE_DIR, COMMAND, "loadwatcher", "load-watcher", say)

@@ -12,8 +12,6 @@ is dropped at its first failed health check and its data then vanishes without a
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from sandbox.cluster import build, versions
@@ -32,27 +30,17 @@ def binary() -> Path:
 def ensure_built(say: build.Printer = print) -> Path:
     """The thanos binary, built first when missing (many minutes from a cold Go cache)."""
     target = build.bin_dir() / versions.thanos_binary()
-    if target.is_file():
-        say(f"{target.name} up to date in {target.parent}")
+    if build.cached(target, say):
         return target
     pin = f"github.com/thanos-io/thanos v{versions.THANOS_VERSION}"
     if pin not in (MODULE_DIR / "go.mod").read_text():
         raise BuildError(
             f"sandbox/peers/thanos/go.mod does not require {pin} (sandbox/cluster/versions.py): "
-            "there, "
-            "run `go get github.com/thanos-io/thanos@vX.Y.Z`, copy that release's replace block "
-            "into go.mod, and `go mod tidy`"
+            "there, run `go get github.com/thanos-io/thanos@vX.Y.Z`, copy that release's "
+            "replace block into go.mod, and `go mod tidy`"
         )
-    go = build.find_go()
-    target.parent.mkdir(parents=True, exist_ok=True)
     say(f"building Thanos v{versions.THANOS_VERSION}")
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-thanos-") as tmp:
-        staging = Path(tmp) / "thanos"
-        cmd = [go, "build", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(staging), COMMAND]
-        log = target.parent / "build-thanos.log"
-        build._run(cmd, MODULE_DIR, dict(os.environ), log, "Thanos", say)
-        staging.replace(target)
-    return target
+    return build.build_command(target, MODULE_DIR, COMMAND, "thanos", "Thanos", say)
 
 
 class Sidecar(StoreProcess):

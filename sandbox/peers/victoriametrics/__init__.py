@@ -38,8 +38,7 @@ def binary() -> Path:
 def ensure_built(say: build.Printer = print) -> Path:
     """The single-node binary, built first when missing (minutes from a cold Go cache)."""
     target = build.bin_dir() / versions.victoriametrics_binary()
-    if target.is_file():
-        say(f"{target.name} up to date in {target.parent}")
+    if build.cached(target, say):
         return target
     go = build.find_go()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +92,8 @@ class Server(StoreProcess):
             f"-promscrape.config={config}",
             f"-search.latencyOffset={LATENCY_OFFSET}",
             "-retentionPeriod=1d",
-            # 16 MB by default; the benchmark's one exporter serves ~30 MB at 20,000 nodes.
+            # 16 MB by default, less than the benchmark's one exporter serves at 20,000 nodes
+            # (docs/benchmarks.md).
             "-promscrape.maxScrapeSize=1GB",
             "-loggerLevel=WARN",
         ]
