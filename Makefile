@@ -42,29 +42,29 @@ trimaran-build: kube-scheduler-build
 metrics-server-build: trimaran-build
 	$(BALLAST) sandbox build --with-metrics-server
 
-# helm (pinned in sandbox/versions.py) for the chart's tests and `make manifests`. `make test`
+# helm (pinned in sandbox/cluster/versions.py) for the chart's tests and `make manifests`. `make test`
 # lists it after the other builds, so it never runs beside them.
 helm-build: sandbox-build
 	$(BALLAST) sandbox build --with-helm
 
-# Koordinator's koord-scheduler and koord-descheduler (pinned in sandbox/versions.py) for the
+# Koordinator's koord-scheduler and koord-descheduler (pinned in sandbox/cluster/versions.py) for the
 # peer's tests and benchmarks; after every other build, never beside them.
 koordinator-build: metrics-server-build helm-build
 	$(BALLAST) sandbox build --with-koordinator
 
-# VictoriaMetrics single node (pinned in sandbox/versions.py), the watcher's other PromQL store
+# VictoriaMetrics single node (pinned in sandbox/cluster/versions.py), the watcher's other PromQL store
 # in its tests; after the other builds, never beside them.
 victoriametrics-build: metrics-server-build helm-build
-	$(PY) -m sandbox.victoriametrics
+	$(PY) -m sandbox.peers.victoriametrics
 
-# Thanos (querier and sidecar, pinned in sandbox/versions.py) for the watcher's partial-answer
+# Thanos (querier and sidecar, pinned in sandbox/cluster/versions.py) for the watcher's partial-answer
 # tests; after the other builds, never beside them.
 thanos-build: victoriametrics-build
-	$(PY) -m sandbox.thanos
+	$(PY) -m sandbox.peers.thanos
 
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
-	$(PY) -m sandbox.chart
+	$(PY) -m sandbox.peers.helm.chart
 
 test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider

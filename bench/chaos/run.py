@@ -64,11 +64,11 @@ from bench.chaos.check import (
 from bench.harness.common import RESULTS_DIR, child_pids, new_figure, redraw_option, save
 from bench.harness.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from bench.harness.provenance import write_result
-from sandbox import processes
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.exporter import SyntheticExporter
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
+from sandbox.cluster import processes
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.exporter import SyntheticExporter
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.prometheus import PrometheusServer
 from tests.fixtures.redis import SENTINEL_DOWN_AFTER_MS, SENTINEL_MASTER, RedisServer, SentinelSet

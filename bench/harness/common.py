@@ -33,9 +33,9 @@ import yaml
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from sandbox import build, processes
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.nodes import NodeSpec, create_nodes, wait_ready
+from sandbox.cluster import build, processes
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler.backend.cache import interrupt
 from scheduler.kube import kubeapi
 

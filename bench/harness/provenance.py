@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sandbox import versions
+from sandbox.cluster import versions
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = "bench/results"  # relative to REPO

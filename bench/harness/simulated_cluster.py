@@ -19,12 +19,15 @@ import yaml
 from kubernetes import client
 
 from bench.harness.common import wait_watcher
-from sandbox import koordinator, nodemetric, processes
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.demo_stack import Stack
-from sandbox.exporter import SyntheticExporter
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import Simulator, SimulatorConfig
+from sandbox.cluster import processes
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.demo.stack import Stack
+from sandbox.load import nodemetric
+from sandbox.load.exporter import SyntheticExporter
+from sandbox.load.simulator import Simulator, SimulatorConfig
+from sandbox.peers import koordinator
+from sandbox.peers import metrics_server as metrics_server_peer
 
 
 class SimulatedCluster:
@@ -58,7 +61,7 @@ class SimulatedCluster:
             Ports.free(),
             die_with_parent=True,
             controllers=controllers,
-            metrics_server=metrics_server,
+            addons=[metrics_server_peer.Addon()] if metrics_server else [],
         )
         self.stack = Stack(work / "services")
         self.exporter: SyntheticExporter | None = None

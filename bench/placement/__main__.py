@@ -17,9 +17,9 @@ from bench.harness.provenance import write_result
 from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.placement.plots import plot_all
-from sandbox import koordinator
-from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
-from sandbox.trace import for_scenarios
+from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.load.trace import for_scenarios
+from sandbox.peers import koordinator
 
 
 # -- the command --------------------------------------------------------------------------------

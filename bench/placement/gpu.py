@@ -5,7 +5,7 @@ A pool is NODES kwok nodes of GPUS A100-40GB GPUs each, time-sliced in REPLICAS 
 (`nvidia.com/gpu.shared`). Pods arrive in WAVES waves GAP s apart, each asking one replica:
 a quarter training (70-95 % of a GPU, 14-28 GiB), the rest inference (5-35 %, 2-9 GiB); each
 declares what it uses (`ballast.io/gpu-memory`, `ballast.io/gpu-util`), and uses that
-(sandbox/gpusim.py), reached over the simulator's ramp. The simulated device plugin gives a
+(sandbox/load/gpusim.py), reached over the simulator's ramp. The simulated device plugin gives a
 replica the GPU of its node with the fewest replicas in use, as time-slicing spreads them.
 
 Measured once every pod is bound and ramped, from the plan (true demand, not clamped):
@@ -35,9 +35,9 @@ import requests
 from bench.harness.common import BindTracker, PodMaker, new_figure, redraw_option, save
 from bench.harness.provenance import write_result
 from bench.placement import run as pl
-from sandbox import gpusim
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import SimulatorConfig
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load import gpusim
+from sandbox.load.simulator import SimulatorConfig
 
 NODES = 6
 GPUS = 4

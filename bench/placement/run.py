@@ -13,7 +13,8 @@ Contenders: Ballast with each score family in its default configuration (TargetL
 LoadVariationRiskBalancing), upstream Trimaran (scheduler-plugins, the same two plugins,
 `watcherAddress` = Ballast's /watcher, profiles as in their READMEs), upstream kube-scheduler
 with its default profile, and Koordinator's koord-scheduler (LoadAwareScheduling with its own
-defaults) reading the NodeMetric objects the simulator writes for its pool (sandbox.nodemetric).
+defaults) reading the NodeMetric objects the simulator writes for its pool
+(sandbox.load.nodemetric).
 Measures come from the simulator's true demand (its seeded functions, unclamped), never from
 what a scheduler saw: see `measure`. Results: bench/results/placement.json
 (`--quick`: placement-quick.json) and one PNG per scenario (bench.placement.plots). The `trace`
@@ -40,14 +41,14 @@ from kubernetes import client
 
 from bench.harness.common import RESULTS_DIR, BindTracker, PodMaker
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
-from sandbox import nodemetric
-from sandbox.controlplane import ControlPlane
-from sandbox.koordinator.scheduler import start_koord_scheduler
-from sandbox.kube_scheduler import start_kube_scheduler
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
-from sandbox.trimaran import (
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.kube_scheduler import start_kube_scheduler
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load import nodemetric
+from sandbox.load.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
+from sandbox.peers.koordinator.scheduler import start_koord_scheduler
+from sandbox.peers.trimaran import (
     LOAD_VARIATION_RISK_BALANCING,
     TARGET_LOAD_PACKING,
     missing_metrics_lines,

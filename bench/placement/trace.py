@@ -1,7 +1,7 @@
 """The placement benchmark's `trace` scenario: a production trace's workloads arrive while the
 trace plays, and every contender places them under the replayed load.
 
-Each seed replays its own day of the trace (sandbox.trace_player.day_start: seed 1 the second
+Each seed replays its own day of the trace (sandbox.load.trace_player.day_start: seed 1 the second
 day, ...). A pool is NODES 4-CPU nodes (background 5-30 %); the VMs, a seeded choice as many as
 fill FILL of the pool's CPU with requests, become Deployments of 1-3 replicas (the player's
 mapping and scale: 200 m of use a VM core used, 50 m of request a VM core given, memory 1/16).
@@ -29,9 +29,9 @@ from typing import Any
 
 from bench.harness.common import BindTracker, PodMaker
 from bench.placement import run as pl
-from sandbox.nodes import NodeSpec
-from sandbox.trace import Trace
-from sandbox.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.trace import Trace
+from sandbox.load.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
 
 NODES = 10
 NODE_CPU = 4

@@ -154,7 +154,7 @@ def _redis_usage(doc: bytes, rings: dict[str, bytes]) -> int | None:
         return None
     import redis
 
-    from sandbox.demo_stack import Stack
+    from sandbox.demo.stack import Stack
 
     with tempfile.TemporaryDirectory(prefix="ballast-profiles-") as tmp:
         stack = Stack(Path(tmp))

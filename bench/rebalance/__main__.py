@@ -18,9 +18,9 @@ from bench.harness.provenance import write_result
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
 from bench.rebalance.plots import plot_all
-from sandbox import descheduler, koordinator
-from sandbox.trace import DEFAULT_PATH as DEFAULT_TRACE
-from sandbox.trace import for_scenarios
+from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.load.trace import for_scenarios
+from sandbox.peers import descheduler, koordinator
 
 
 # -- the command --------------------------------------------------------------------------------

@@ -34,9 +34,9 @@ from kubernetes import client
 
 from bench.harness import provenance
 from bench.rebalance import run as rb
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import SimulatorConfig
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.simulator import SimulatorConfig
 
 POOL = "ballast"  # bench.rebalance's names: nodes ballast-<i>, namespace rb-ballast
 AT_LIMIT = 0  # the workload whose budget allows no disruption (BestEffort)

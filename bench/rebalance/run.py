@@ -54,13 +54,14 @@ from kubernetes import client
 from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
-from sandbox import descheduler, nodemetric
-from sandbox.controlplane import ControlPlane
-from sandbox.koordinator import descheduler as koord_descheduler
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import Simulator, SimulatorConfig, node_loads
-from sandbox.trimaran import stop_scheduler
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load import nodemetric
+from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
+from sandbox.peers import descheduler
+from sandbox.peers.koordinator import descheduler as koord_descheduler
+from sandbox.peers.trimaran import stop_scheduler
 
 RESULTS = RESULTS_DIR
 POOL_LABEL = "ballast.dev/bench-pool"

@@ -1,7 +1,8 @@
 """The rebalancing benchmark's `trace` scenario: a day of a production trace, compressed.
 
 Each seed replays one day of the trace (seed 1 the trace's second day, seed 2 its third, ...:
-the first day is what came before every window). The VMs become Deployments (sandbox.trace_player:
+the first day is what came before every window). The VMs become Deployments
+(sandbox.load.trace_player:
 one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a VM core given 50 m of
 request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every 2 s, one watcher
 poll): a seeded choice of VMs, as many as fill FILL of the pool's CPU with requests, the same
@@ -29,12 +30,12 @@ from typing import Any
 from kubernetes import client
 
 from bench.rebalance import run as rb
-from sandbox.kube_scheduler import start_kube_scheduler
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import SimulatorConfig
-from sandbox.trace import Trace
-from sandbox.trace_player import (
+from sandbox.cluster.kube_scheduler import start_kube_scheduler
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.simulator import SimulatorConfig
+from sandbox.load.trace import Trace
+from sandbox.load.trace_player import (
     STEPS_PER_DAY,
     PlayerConfig,
     TracePlayer,
@@ -42,7 +43,7 @@ from sandbox.trace_player import (
     select,
     workload_name,
 )
-from sandbox.trimaran import stop_scheduler
+from sandbox.peers.trimaran import stop_scheduler
 
 FILL = 0.9  # of the pool's CPU, in scaled requests
 PLAYER = PlayerConfig()

@@ -42,7 +42,7 @@ from bench.harness.common import (
     start_sandbox,
 )
 from bench.harness.provenance import write_result
-from sandbox.namespaces import ensure_namespace
+from sandbox.cluster.namespaces import ensure_namespace
 
 PENDING = 10
 PLACED_SCHEDULER = "someone-else"  # neither contender serves it: the pods are only counted

@@ -75,8 +75,8 @@ from bench.harness.common import (
     thread_cpu_seconds,
 )
 from bench.harness.provenance import write_result
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import NodeSpec, create_nodes, wait_ready
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec, create_nodes, wait_ready
 from scheduler.kube import kubeapi
 
 TIMEOUT = 900.0  # a phase that has not bound its pods by then is reported as it stands

@@ -72,7 +72,7 @@ from bench.harness.common import (
     thread_cpu_seconds,
 )
 from bench.harness.provenance import write_result
-from sandbox.namespaces import delete_namespace, ensure_namespace
+from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
 from scheduler.kube import kubeapi
 
 TIMEOUT = 600.0

@@ -21,7 +21,8 @@ docs/watcher.md (bench/watcher/plot.py draws them). `--clients` sets the keep-al
 GET /watcher (all nodes); the 20,000-node goals are judged with 4.
 
 `--vs-load-watcher` serves one Prometheus (with the recording rules load-watcher hard-codes)
-with both paypal/load-watcher (built from its pinned Go module on first use, sandbox/loadwatcher/)
+with both paypal/load-watcher (built from its pinned Go module on first use,
+sandbox/peers/loadwatcher/)
 and `ballast watcher` on its `load-watcher` query preset, polling for itself as deployed (2
 gunicorn workers), and measures GET /watcher (all nodes) with `--clients` (4) keep-alive clients,
 the two taking turns, plus each one's RSS and how their answers differ: results in
@@ -60,8 +61,9 @@ from bench.harness.common import (
     sized,
 )
 from bench.harness.provenance import write_result
-from sandbox import loadwatcher, versions
-from sandbox.exporter import SyntheticExporter
+from sandbox.cluster import versions
+from sandbox.load.exporter import SyntheticExporter
+from sandbox.peers import loadwatcher
 from tests.fixtures import victoriametrics
 from tests.fixtures.ports import wait_for
 from tests.fixtures.prometheus import PrometheusServer

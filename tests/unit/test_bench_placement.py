@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.placement import run as pl
-from sandbox.simulator import SimulatorConfig, pod_factor
+from sandbox.load.simulator import SimulatorConfig, pod_factor
 
 
 def test_the_plan_is_the_same_for_the_same_seed_and_differs_across_seeds():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.placement import gpu as pg
-from sandbox import gpusim
+from sandbox.load import gpusim
 
 
 def test_plan_is_seeded_and_mixes_training_with_inference():

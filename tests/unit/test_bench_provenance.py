@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bench.harness import provenance
-from sandbox import versions
+from sandbox.cluster import versions
 
 
 def test_stamp_carries_every_field() -> None:

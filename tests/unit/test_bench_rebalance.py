@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.rebalance import run as rebalance
-from sandbox import descheduler
+from sandbox.peers import descheduler
 
 
 def test_plan_is_seeded_and_changes_only_what_the_scenario_says():
