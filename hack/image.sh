@@ -68,7 +68,7 @@ build ballast-prometheus:bookworm images/prometheus images/prometheus/Containerf
     prometheus wget
 build ballast-node-exporter:bookworm images/node-exporter images/node-exporter/Containerfile \
     node-exporter prometheus-node-exporter
-# The pod sandbox image of `ballast sandbox up --real-node` (sandbox/realnode.py): one static
+# The pod sandbox image of `ballast sandbox up --real-node` (sandbox/cluster/realnode.py): one static
 # binary on an empty image, so no base. gcc and libc6-dev: hack/install-container-deps.sh.
 cc -static -Os -s -o images/pause/pause images/pause/pause.c
 echo "building ballast-pause:1 with $engine"

@@ -13,7 +13,7 @@ command -v runc >/dev/null || need+=(runc)
 [[ -x /usr/lib/cni/dnsname ]] || need+=(golang-github-containernetworking-plugin-dnsname)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v podman-compose >/dev/null || need+=(podman-compose)
-# The real node (sandbox/realnode.py): containerd, and a C compiler for its pause image.
+# The real node (sandbox/cluster/realnode.py): containerd, and a C compiler for its pause image.
 command -v containerd >/dev/null || need+=(containerd)
 command -v cc >/dev/null || need+=(gcc)
 [[ -e /usr/lib/x86_64-linux-gnu/libc.a || -e /usr/lib/aarch64-linux-gnu/libc.a ]] || need+=(libc6-dev)

@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from sandbox import build, defaults, koordinator
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.errors import SandboxError
-from sandbox.nodes import numbered
+from sandbox.cluster import build, defaults
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.errors import SandboxError
+from sandbox.cluster.nodes import numbered
+from sandbox.peers import koordinator, metrics_server
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--real-node",
         action="store_true",
         help="also run one real node (kubelet, containerd, runc, bridge CNI) with `make image`'s "
-        "images imported (sandbox/realnode.py)",
+        "images imported (sandbox/cluster/realnode.py)",
     )
     p.set_defaults(func=_guarded(cmd_up))
 
@@ -115,7 +116,7 @@ def _guarded(command):
 
 
 def _free_if_zero(port: int) -> int:
-    from sandbox.processes import free_port
+    from sandbox.cluster.processes import free_port
 
     return port or free_port()
 
@@ -142,14 +143,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     plane = ControlPlane(
         args.state_dir,
         ports,
-        metrics_server=args.with_metrics_server,
+        addons=[metrics_server.Addon()] if args.with_metrics_server else [],
         controllers=not args.no_controllers,
     )
     if args.with_koordinator:
         koordinator.crds()  # built? before anything starts
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
     if args.gpu_nodes > 0:
-        from sandbox.gpusim import gpu_node_specs
+        from sandbox.load.gpusim import gpu_node_specs
 
         try:
             specs += gpu_node_specs(
@@ -178,14 +179,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             "every 60 s (5-minute averages, as koordlet), log in the logs folder (simulator.log)"
         )
     if args.real_node:
-        from sandbox import realnode
+        from sandbox.cluster import realnode
 
         realnode.up(plane, Path(args.state_dir))
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from sandbox import realnode
+    from sandbox.cluster import realnode
 
     plane = ControlPlane(args.state_dir)
     # Before the apiserver goes: the real node's pods are deleted through it.

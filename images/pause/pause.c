@@ -1,4 +1,4 @@
-/* The pod sandbox's one process for the sandbox's real node (sandbox/realnode.py): it holds
+/* The pod sandbox's one process for the sandbox's real node (sandbox/cluster/realnode.py): it holds
  * the pod's namespaces open, reaps the children it inherits and exits on SIGINT or SIGTERM.
  * Built statically on the host (hack/image.sh), so its image needs nothing else. */
 #include <signal.h>

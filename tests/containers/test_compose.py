@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from sandbox.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.cluster.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
 from tests.containers.conftest import BALLAST, NODE_EXPORTER, PROMETHEUS, REDIS, ROOT, Podman
 from tests.containers.relay import Relay
 from tests.fixtures.ports import free_port, wait_for

@@ -1,6 +1,6 @@
-"""A real node in the sandbox (sandbox/realnode.py): a kubelet built from the pinned module with
-containerd, runc and the bridge CNI plugin runs a pod that Ballast's scheduler bound, from an image
-`make image` built, under the chart's container security settings and with its probe.
+"""A real node in the sandbox (sandbox/cluster/realnode.py): a kubelet built from the pinned
+module with containerd, runc and the bridge CNI plugin runs a pod that Ballast's scheduler bound,
+from an image `make image` built, under the chart's container security settings and its probe.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from sandbox import processes, realnode
+from sandbox.cluster import processes, realnode
 from tests.containers.conftest import REDIS, Podman
 from tests.fixtures.ports import free_port, wait_for
 

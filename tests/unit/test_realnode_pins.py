@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox import realnode, versions
+from sandbox.cluster import realnode, versions
 
 
 def test_kubelet_go_mod_follows_the_pins():
