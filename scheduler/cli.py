@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
+from shared import logs
 from shared.lifecycle import gc_paused, ignore_stop_signals
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    logs.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -106,9 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, stop: threading.Event) -> int:
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(args.log_level, args.log_format)
     with gc_paused(freeze=True):  # imports only: see ballast/cli.py
         from kubernetes.config import ConfigException
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shared import logs
 from watcher.errors import ConfigError, StoreError
 
 
@@ -30,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rebalancer-url", help="the rebalancer's status address, for the dashboard's section"
     )
+    p.add_argument("--log-level", choices=logs.LEVELS, help="default INFO")
+    p.add_argument("--log-format", choices=logs.FORMATS, help="text (default) or json")
     p.set_defaults(func=run)
 
 
@@ -49,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         "kubeconfig": args.kubeconfig,
         "scheduler_url": args.scheduler_url,
         "rebalancer_url": args.rebalancer_url,
+        "log_level": args.log_level,
+        "log_format": args.log_format,
     }
     try:
         config = configuration.load(args.config, overrides=overrides)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from shared import wire
+from shared import logs, wire
 from watcher import defaults
 from watcher.errors import ConfigError
 
@@ -112,6 +112,8 @@ class Config:
     workers: int = defaults.WORKERS
     threads: int = defaults.THREADS
     api_token: str = ""
+    log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR
+    log_format: str = "text"  # or json: one object a line
     # Served without the token even when api_token is set: Trimaran reads /watcher and cannot
     # send one, so a cluster with both leaves that path open.
     api_open_paths: list[str] = field(default_factory=list)
@@ -221,6 +223,10 @@ class Config:
             problems.append("prometheus_url is required for the prometheus provider")
         if self.provider == "prometheus":
             problems.extend(_provider_problems(self))
+        if self.log_level not in logs.LEVELS:
+            problems.append(f"log_level must be one of {', '.join(logs.LEVELS)}")
+        if self.log_format not in logs.FORMATS:
+            problems.append(f"log_format must be one of {', '.join(logs.FORMATS)}")
         if self.query_preset not in PRESETS:
             problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
         for name in (

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client, config
 
 from scheduler.framework.errors import ConfigError
+from shared import logs
 from shared.lifecycle import SignalLatch, ignore_stop_signals
 
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="decide and report, evict nothing")
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    logs.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -56,9 +57,7 @@ def _api(kubeconfig: str | None) -> client.ApiClient:
 
 def run(args: argparse.Namespace) -> int:
     latch = SignalLatch()
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(args.log_level, args.log_format)
     from scheduler.config.profiles import build_profiles
     from scheduler.rebalancer import settings
     from scheduler.rebalancer.runtime import Options, Rebalancer
