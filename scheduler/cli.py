@@ -111,6 +111,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     with gc_paused(freeze=True):  # imports only: see ballast/cli.py
         from kubernetes.config import ConfigException
 
+        from scheduler.backend.metrics_client import BearerToken
         from scheduler.config.loader import load_config
         from scheduler.config.profiles import build_profiles
         from scheduler.runtime import Runtime, RuntimeOptions
@@ -126,7 +127,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     except (ConfigException, OSError) as exc:
         print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
         return 2
-    tokens = {}
+    tokens: dict[str, Any] = {}
     for flag in ("extender_token_file", "api_token_file"):
         try:
             path = getattr(args, flag)
@@ -148,7 +149,8 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         decisions=args.decisions,
         decision_attempts=args.decision_attempts,
         decision_top=args.decision_top,
-        api_token=tokens["api_token_file"],
+        # Read again whenever the file changes: a rotated Secret needs no restart.
+        api_token=BearerToken(tokens["api_token_file"], args.api_token_file).value,
     )
     try:
         runtime = Runtime(cfg, api, profiles, options)

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,8 @@ class RuntimeOptions:
     decisions: int = DEFAULT_PODS  # pods whose last attempts are recorded (0: off)
     decision_attempts: int = DEFAULT_ATTEMPTS
     decision_top: int = DEFAULT_TOP  # nodes per attempt with the full score breakdown
-    api_token: str = ""  # when set, /api/v1/decisions needs it as a bearer token
+    # When set, /api/v1/decisions needs it as a bearer token; a callable is asked every request.
+    api_token: str | Callable[[], str] = ""
     identity: str = ""
 
 

@@ -126,6 +126,7 @@ class Config:
     # The rebalancer whose rounds and decisions the dashboard shows (its status address, such
     # as http://ballast-rebalancer:10260), asked the same way (/api/v1/rebalancer/...).
     rebalancer_url: str = ""
+    rebalancer_token_file: str = ""
     kubeconfig: str = ""
     map_node_addresses: bool = True
     kube_refresh: float = defaults.KUBE_REFRESH

@@ -200,8 +200,9 @@ _UNREADABLE = (-1, -1, -1)
 
 
 class BearerToken:
-    """The watcher's bearer token: a fixed string, or a file re-read whenever it changes (a
-    rotated Kubernetes Secret swaps the file under its mount)."""
+    """A bearer token (the watcher's, or the one this replica's own API asks for): a fixed
+    string, or a file re-read whenever it changes (a rotated Kubernetes Secret swaps the file
+    under its mount)."""
 
     def __init__(self, token: str = "", path: str = "") -> None:
         self._token = token.strip()
@@ -209,10 +210,15 @@ class BearerToken:
         self._stamp: tuple[int, int, int] | None = None
         self.reads = 0
 
-    def headers(self) -> dict[str, str]:
+    def value(self) -> str:
+        """The current token ("" for none); an unreadable file keeps the last one."""
         if self._path:
             self._reload()
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        return self._token
+
+    def headers(self) -> dict[str, str]:
+        token = self.value()
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _reload(self) -> None:
         try:
@@ -223,7 +229,7 @@ class BearerToken:
             token = Path(self._path).read_text().strip()
         except OSError as exc:
             if self._stamp != _UNREADABLE:  # once per change, not once per fetch
-                log.warning("watcher token file %s: %s; keeping the last token", self._path, exc)
+                log.warning("token file %s: %s; keeping the last token", self._path, exc)
             self._stamp = _UNREADABLE
             return
         self._stamp = stamp

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -35,6 +36,12 @@ def register(subparsers: Any) -> None:
         "empty: off)",
     )
     p.add_argument("--dry-run", action="store_true", help="decide and report, evict nothing")
+    p.add_argument(
+        "--api-token-file",
+        default="",
+        help="file holding a token /status and /decisions requests must carry as a bearer token "
+        "(read again when it changes)",
+    )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
@@ -75,8 +82,15 @@ def run(args: argparse.Namespace) -> int:
     except (config.ConfigException, OSError) as exc:
         print(f"ballast rebalancer: no cluster access: {exc}", file=sys.stderr)
         return 2
+    if args.api_token_file and not os.access(args.api_token_file, os.R_OK):
+        print(f"ballast rebalancer: --api-token-file: cannot read {args.api_token_file}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     options = Options(
-        listen=args.listen or None, watcher_interval=args.watcher_interval, identity=args.identity
+        listen=args.listen or None,
+        watcher_interval=args.watcher_interval,
+        identity=args.identity,
+        api_token_file=args.api_token_file,
     )
     rebalancer = Rebalancer(cfg, api, profiles, options)
     threading.Thread(target=rebalancer.start, name="start", daemon=True).start()

@@ -95,6 +95,7 @@ class Options:
     provider_lag: float = 15.0
     sync_timeout: float = 60.0
     identity: str = ""
+    api_token_file: str = ""  # when set, /status and /decisions need its token (re-read)
 
 
 class _Quiet:
@@ -191,6 +192,7 @@ class Rebalancer:
                 self.decisions,
                 self.status,
                 self.health,
+                BearerToken(path=opts.api_token_file).value,
             )
         self._life = Lifecycle("rebalancer")
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)

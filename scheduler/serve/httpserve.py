@@ -6,6 +6,7 @@ threaded server is enough and keeps a slow client from holding up the others.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import threading
@@ -21,6 +22,14 @@ log = logging.getLogger(__name__)
 STATUS_MAX_BODY = 1024
 # A client that sends nothing for this long loses its connection (and the thread serving it).
 IDLE_TIMEOUT = 15.0
+
+
+def authorized(token: str, header: str) -> bool:
+    """`header` (an Authorization header) carries `token` as a bearer token."""
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer":  # schemes are case-insensitive (RFC 9110 11.1)
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 class Handler(BaseHTTPRequestHandler):
