@@ -30,8 +30,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     p.add_argument(
         "--metrics-listen",
-        default="0.0.0.0:10259",
-        help="HOST:PORT for /metrics and /healthz (default %(default)s; empty: off)",
+        default=":10259",
+        help="HOST:PORT for /metrics and /healthz (default %(default)s: every address, IPv4 "
+        "and IPv6; empty: off)",
     )
     p.add_argument(
         "--extender-listen",

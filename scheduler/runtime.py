@@ -38,6 +38,7 @@ from scheduler.kube.leader import LeaderElector
 from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
+from shared import listen
 from shared.idle_gc import IdleCollection
 from shared.lifecycle import Lifecycle, join
 
@@ -193,11 +194,9 @@ class Runtime:
         )
         self.server: StatusServer | None = None
         if opts.metrics_listen:
-            host, _, port = opts.metrics_listen.rpartition(":")
+            host, port = listen.split(opts.metrics_listen)
             explain = DecisionsAPI(self.decisions, self._leader, opts.api_token)
-            self.server = StatusServer(
-                host or "0.0.0.0", int(port), self.telemetry, self.health, explain
-            )
+            self.server = StatusServer(host, port, self.telemetry, self.health, explain)
         self.extender: ExtenderServer | None = None
         if opts.extender_listen:
             name = opts.extender_profile or next(iter(profiles))
@@ -212,10 +211,8 @@ class Runtime:
                 self.cycle.predicted_cpu_m,
                 self.decisions,
             )
-            host, _, port = opts.extender_listen.rpartition(":")
-            self.extender = ExtenderServer(
-                host or "0.0.0.0", int(port), ext, token=opts.extender_token
-            )
+            host, port = listen.split(opts.extender_listen)
+            self.extender = ExtenderServer(host, port, ext, token=opts.extender_token)
         self._life = Lifecycle("scheduler")
         self._stop = self._life.stopping
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)

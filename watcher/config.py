@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from shared import logs, wire
+from shared import listen, logs, wire
 from watcher import defaults
 from watcher.errors import ConfigError
 
@@ -158,8 +158,8 @@ class Config:
 
     @property
     def listen_address(self) -> tuple[str, int]:
-        host, _, port = self.listen.rpartition(":")
-        return host or "0.0.0.0", int(port)
+        host, port = listen.split(self.listen)
+        return listen.resolve(host), port
 
     @property
     def source(self) -> str:

@@ -1,6 +1,6 @@
 """Every default of the watcher, in one place (docs/watcher.md lists them)."""
 
-LISTEN = "0.0.0.0:2020"
+LISTEN = ":2020"  # every address, IPv4 and IPv6 (shared/listen.py)
 WORKERS = 2
 THREADS = 4  # per gunicorn worker (gthread), so keep-alive clients are served concurrently
 

@@ -31,9 +31,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     p.add_argument(
         "--listen",
-        default="0.0.0.0:10260",
-        help="HOST:PORT for /metrics, /status, /decisions, /healthz (default %(default)s; "
-        "empty: off)",
+        default=":10260",
+        help="HOST:PORT for /metrics, /status, /decisions, /healthz (default %(default)s: every "
+        "address, IPv4 and IPv6; empty: off)",
     )
     p.add_argument("--dry-run", action="store_true", help="decide and report, evict nothing")
     p.add_argument(

@@ -67,6 +67,7 @@ from scheduler.rebalancer.status import (
     Telemetry,
 )
 from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible, workload_of
+from shared import listen
 from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
@@ -184,10 +185,10 @@ class Rebalancer:
         self.last: dict[str, Any] = {}
         self.server: StatusServer | None = None
         if opts.listen:
-            host, _, port = opts.listen.rpartition(":")
+            host, port = listen.split(opts.listen)
             self.server = StatusServer(
-                host or "0.0.0.0",
-                int(port),
+                host,
+                port,
                 self.telemetry,
                 self.decisions,
                 self.status,

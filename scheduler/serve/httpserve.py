@@ -13,6 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from shared import listen
 from shared.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
@@ -91,11 +92,24 @@ class Handler(BaseHTTPRequestHandler):
         log.debug(self.log_prefix + ": " + fmt, *args)
 
 
-class BackgroundServer:
-    """Binds at construction (so `port` is known, even for port 0); serves after `start()`."""
+class _Server(ThreadingHTTPServer):
+    """IPv4 or IPv6 by the host it binds; `::` takes IPv4 connections too (shared/listen.py)."""
 
     def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.address_family = listen.family(host)
+        super().__init__((host, port), handler)
+
+    def server_bind(self) -> None:
+        listen.dual_stack(self.socket)
+        super().server_bind()
+
+
+class BackgroundServer:
+    """Binds at construction (so `port` is known, even for port 0); serves after `start()`.
+    `host` "" is every address, IPv4 and IPv6."""
+
+    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = _Server(listen.resolve(host), port, handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
