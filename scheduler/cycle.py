@@ -223,6 +223,8 @@ class Cycle:
                     outcome = outcomes.PREEMPTING if post.nominated_node else outcomes.UNSCHEDULABLE
                     node = post.nominated_node
                     record.add(pod.key, pod.uid, now, profile.scheduler_name, outcome, node, detail)
+                for plugin in state.get(FILTER_TALLY) or {}:
+                    self.telemetry.rejections.labels(plugin).inc()
                 self.queue.unschedulable(pod)
                 # A nominated pod's condition goes with its nomination (the evictor's patch).
                 self.events.failed(pod, message, condition=not post.nominated_node)

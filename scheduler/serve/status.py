@@ -57,6 +57,13 @@ class Telemetry:
             ["reason"],
             registry=self.registry,
         )
+        self.rejections = Counter(
+            f"{PREFIX}_unschedulable_rejections",
+            "Unschedulable attempts by filter plugin that rejected at least one node (counted "
+            "while decisions are recorded, the default): LoadThreshold and GpuLoad are load.",
+            ["plugin"],
+            registry=self.registry,
+        )
         self.binds = Counter(
             f"{PREFIX}_binding_results",
             "Binding calls by outcome (bound, already_bound, gone, failed).",
