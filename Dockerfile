@@ -1,11 +1,15 @@
 # syntax=docker/dockerfile:1.7
 # One image for both components: `ballast watcher ...` (the default) or `ballast scheduler ...`.
 
-FROM python:3.11-slim-bookworm AS build
+# The base, pinned by digest (of the multi-architecture index: the release workflow checks that it
+# covers amd64 and arm64). Refresh: `docker buildx imagetools inspect python:3.11-slim-bookworm`
+# and paste its Digest; or build on another base with --build-arg BASE_IMAGE=...
+ARG BASE_IMAGE=python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
+FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/ballast
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY ballast ballast
 COPY shared shared
 COPY watcher watcher
@@ -16,13 +20,16 @@ COPY sandbox sandbox
 # CPU (docs/scheduler.md, issue 19). unchecked-hash: the image never changes under it. The
 # kubernetes client's generated API classes and models (about 50 MB of bytecode) are left out:
 # a start imports none of them, or a few (the Lease's, with leader election).
-RUN /opt/ballast/bin/pip install --no-compile . \
+# Dependencies from the lock (`make lock`), every file checked against its sha256; then the
+# project itself without resolving anything again.
+RUN /opt/ballast/bin/pip install --no-compile --require-hashes -r requirements.lock \
+ && /opt/ballast/bin/pip install --no-compile --no-deps . \
  && find /opt/ballast -name __pycache__ -prune -exec rm -rf {} + \
  && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/components \
  && /opt/ballast/bin/python -m compileall -q --invalidation-mode unchecked-hash \
         -x '/kubernetes/client/(api|models)/' /opt/ballast/lib/python3.11/site-packages
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
 ENV PATH=/opt/ballast/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
