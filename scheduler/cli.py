@@ -71,6 +71,13 @@ def register(subparsers: Any) -> None:
         default="",
         help="file holding a token /api/v1/decisions requests must carry as a bearer token",
     )
+    p.add_argument(
+        "--leader-label",
+        action="store_true",
+        help="label this pod ballast.dev/leader=true while it leads (false before), for a "
+        "Service that must reach the leader alone, such as the extender's; the pod is named by "
+        "$POD_NAMESPACE and $POD_NAME (the downward API); needs leader election",
+    )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
@@ -140,6 +147,14 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
               file=sys.stderr)  # fmt: skip
         return 2
+    leader_label = None
+    if args.leader_label:
+        where = (os.environ.get("POD_NAMESPACE", ""), os.environ.get("POD_NAME", ""))
+        if not all(where) or not cfg.leader_election.leader_elect:
+            print("ballast scheduler: --leader-label needs $POD_NAMESPACE, $POD_NAME and "
+                  "leader election", file=sys.stderr)  # fmt: skip
+            return 2
+        leader_label = where
     options = RuntimeOptions(
         metrics_listen=args.metrics_listen or None,
         watcher_interval=args.watcher_interval,
@@ -152,6 +167,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         decision_top=args.decision_top,
         # Read again whenever the file changes: a rotated Secret needs no restart.
         api_token=BearerToken(tokens["api_token_file"], args.api_token_file).value,
+        leader_label=leader_label,
     )
     try:
         runtime = Runtime(cfg, api, profiles, options)

@@ -35,6 +35,7 @@ from scheduler.kube.binder import Binder
 from scheduler.kube.events import EventRecorder
 from scheduler.kube.evictor import Evictor
 from scheduler.kube.leader import LeaderElector
+from scheduler.kube.leaderlabel import LeaderLabel
 from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
@@ -73,6 +74,9 @@ class RuntimeOptions:
     # When set, /api/v1/decisions needs it as a bearer token; a callable is asked every request.
     api_token: str | Callable[[], str] = ""
     identity: str = ""
+    # (namespace, pod name): label the pod ballast.dev/leader "true" while leading, "false"
+    # before (kube/leaderlabel.py); the chart's extender Service selects "true".
+    leader_label: tuple[str, str] | None = None
 
 
 def default_identity() -> str:
@@ -212,7 +216,12 @@ class Runtime:
                 self.decisions,
             )
             host, port = listen.split(opts.extender_listen)
-            self.extender = ExtenderServer(host, port, ext, token=opts.extender_token)
+            self.extender = ExtenderServer(
+                host, port, ext, token=opts.extender_token, leading=self.leading
+            )
+        self.leader_label: LeaderLabel | None = None
+        if opts.leader_label is not None and self.elector is not None:
+            self.leader_label = LeaderLabel(api, *opts.leader_label)
         self._life = Lifecycle("scheduler")
         self._stop = self._life.stopping
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
@@ -234,6 +243,10 @@ class Runtime:
         self.gpus_client.start()
         if self.elector is not None:
             self.elector.start()
+            if self.leader_label is not None:
+                follow = self.leader_label.follow
+                args = (self.elector.became_leader, self._stop)
+                threading.Thread(target=follow, args=args, name="leader-label", daemon=True).start()
         opts = self.options
         self.cache.start(abort=self._stop)
         # In slices, so that a stop asked for during start-up is not held up by a slow list.
