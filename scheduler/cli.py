@@ -166,7 +166,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         decision_attempts=args.decision_attempts,
         decision_top=args.decision_top,
         # Read again whenever the file changes: a rotated Secret needs no restart.
-        api_token=BearerToken(tokens["api_token_file"], args.api_token_file).value,
+        api_token=BearerToken(tokens["api_token_file"], args.api_token_file, "API token").value,
         leader_label=leader_label,
     )
     try:

@@ -204,9 +204,10 @@ class BearerToken:
     string, or a file re-read whenever it changes (a rotated Kubernetes Secret swaps the file
     under its mount)."""
 
-    def __init__(self, token: str = "", path: str = "") -> None:
+    def __init__(self, token: str = "", path: str = "", what: str = "watcher token") -> None:
         self._token = token.strip()
         self._path = path
+        self._what = what  # named in the warning about an unreadable file
         self._stamp: tuple[int, int, int] | None = None
         self.reads = 0
 
@@ -229,7 +230,7 @@ class BearerToken:
             token = Path(self._path).read_text().strip()
         except OSError as exc:
             if self._stamp != _UNREADABLE:  # once per change, not once per fetch
-                log.warning("token file %s: %s; keeping the last token", self._path, exc)
+                log.warning("%s file %s: %s; keeping the last token", self._what, self._path, exc)
             self._stamp = _UNREADABLE
             return
         self._stamp = stamp

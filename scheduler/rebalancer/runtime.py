@@ -193,7 +193,7 @@ class Rebalancer:
                 self.decisions,
                 self.status,
                 self.health,
-                BearerToken(path=opts.api_token_file).value,
+                BearerToken(path=opts.api_token_file, what="API token").value,
             )
         self._life = Lifecycle("rebalancer")
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)
