@@ -25,7 +25,7 @@ COPY sandbox sandbox
 RUN /opt/ballast/bin/pip install --no-compile --require-hashes -r requirements.lock \
  && /opt/ballast/bin/pip install --no-compile --no-deps . \
  && find /opt/ballast -name __pycache__ -prune -exec rm -rf {} + \
- && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/components \
+ && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/cluster/components \
  && /opt/ballast/bin/python -m compileall -q --invalidation-mode unchecked-hash \
         -x '/kubernetes/client/(api|models)/' /opt/ballast/lib/python3.11/site-packages
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from scheduler.rebalancer import settings
 from tests.fixtures.ports import wait_for
 

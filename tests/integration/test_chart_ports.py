@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from tests.fixtures.ports import free_port, wait_for
 
 T = 5

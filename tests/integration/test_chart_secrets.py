@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from tests.fixtures.ports import wait_for
 from tests.integration.store_support import Guarded
 from tests.integration.watcher_support import self_signed

@@ -12,8 +12,8 @@ import re
 import requests
 from kubernetes import client
 
-from sandbox import chart
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.peers.helm import chart
 from scheduler.config.profiles import build_profiles
 from scheduler.rebalancer import settings
 from scheduler.rebalancer.runtime import Options, Rebalancer

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from sandbox import build
-from sandbox.kube_scheduler import start_kube_scheduler
+from sandbox.cluster import build
+from sandbox.cluster.kube_scheduler import start_kube_scheduler
 from tests.differential.upstream import stop_judge
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (

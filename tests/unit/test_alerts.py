@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 
 ALERTS = chart.CHART / "files" / "alerts.yaml"
 RUNBOOKS = chart.DEPLOY_DOC.parent / "runbooks.md"

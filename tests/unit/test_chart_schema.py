@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from scheduler.framework import fields
 from scheduler.rebalancer import settings
 

@@ -60,7 +60,7 @@ def test_the_chart_is_pushed_as_an_oci_artifact_after_the_image():
     assert re.search(r"helm push \"?\S+\.tgz\"? \"\$\{CHART_REPO\}\"", script)
     assert doc["env"]["CHART_REPO"].startswith("oci://")
     helm = uses(job)["azure/setup-helm"]["with"]["version"]
-    from sandbox import versions
+    from sandbox.cluster import versions
 
     assert helm == f"v{versions.HELM_VERSION}"  # the helm the tests use
 
