@@ -1,65 +1,33 @@
-"""`make bench-peaks`: runs the study over every seed and placement rule, scores each predictor
+"""The study over every seed and placement rule (`make bench-peaks`): scores each predictor
 per horizon (violation rate, savings, severity) and picks the winners by the rules below.
 
-Rules (written before the run, issue 45 item 2):
+Rules (written before the full run, issue 45 item 2):
 - per horizon and placement rule, `best`: the predictor with at most MAX_VIOLATIONS violations
   and the highest savings; `best_paper`: the same among the paper's set (study.PAPER_FAMILIES);
 - `chosen`: the one predictor for Ballast: at most MAX_VIOLATIONS at every horizon, under both
   placement rules and in both halves of the week, and the highest savings at 1 h under
   first-fit; `chosen_pod_sum`: the same among those a scheduler can compute with a new pod on
-  the node from per-pod or per-workload statistics alone (study.POD_SUM_FAMILIES).
+  the node from per-pod or per-workload statistics alone (study.POD_SUM_FAMILIES);
+  `chosen_paper`: the same among the paper's set, the fair opponent of `chosen`.
+
+RECOMMENDED is what docs/peaks.md advises Ballast to build, named after the first full run:
+it passes `chosen`'s rule with savings within 0.2 points of the rule's pick at 30 min and 1 h,
+fewer violations, and needs only two running maxima (no horizon-long peaks per pod).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench import provenance
 from bench.peaks import predictors as pr
 from bench.peaks import study
 from sandbox import trace as trace_mod
 
 MAX_VIOLATIONS = 0.01
-DEFAULT_OUT = provenance.REPO / provenance.RESULTS / "peaks.json"
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.peaks",
-        description="Offline peak study (issue 45 item 2): every peak predictor's forecast of a "
-        "node's peak over 5 min to 1 h against what the node then used, on the Bitbrains trace "
-        "(no sandbox). Writes a stamped JSON and a plot of violation rate against savings.",
-    )
-    options: tuple[tuple[str, type, Any, str], ...] = (
-        ("--trace", Path, trace_mod.DEFAULT_PATH,
-         "the trace (subset CSV or the archive's files; default %(default)s)"),
-        ("--every", int, 3, "steps (5 min each) between forecast times (default 3: 15 min)"),
-        ("--node-requests", float, study.NODE_REQUESTS,
-         "cores of requests a node holds (default %(default)s)"),
-        ("--out", Path, DEFAULT_OUT,
-         "result JSON; the plot goes beside it as .png (default %(default)s)"),
-    )  # fmt: skip
-    for flag, kind, default, text in options:
-        p.add_argument(flag, type=kind, default=default, help=text)
-    p.add_argument(
-        "--seeds",
-        type=int,
-        nargs="+",
-        default=[1, 2, 3],
-        help="replica counts, noise, placement order per seed (default 1 2 3)",
-    )
-    args = p.parse_args(argv)
-    if args.every < 1:
-        p.error("--every must be at least 1")
-    if args.node_requests <= 0:
-        p.error("--node-requests must be > 0")
-    return args
+# Each pod's max over the last day, summed, or the node's own max over the last 3 days.
+RECOMMENDED = "max(rc-p100-1d, node-p100-3d)"
 
 
 def score(truth: np.ndarray, forecast: np.ndarray, requests: np.ndarray) -> dict[str, float]:
@@ -169,69 +137,43 @@ def summarise(metrics: dict[str, Any], oracle: dict[str, dict[str, float]]) -> d
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = time.monotonic()
-    cpu_started = time.process_time()
-    try:
-        trace = trace_mod.load(args.trace)
-    except trace_mod.TraceError as exc:
-        print(f"bench.peaks: {exc}", file=sys.stderr)
-        return 2
-    print(f"trace: {len(trace.vms)} VMs x {trace.days:.1f} days from {trace.source}")
-    metrics, facts = collect(trace, args.seeds, args.every, args.node_requests, print)
-    doc = {
-        "about": "`make bench-peaks`: offline peak prediction on the Bitbrains trace (issue 45 "
-        "item 2); violations: share of (node, time) points whose peak over the horizon passed "
-        "the forecast; savings: mean of 1 - forecast / node's requests",
-        "seconds": round(time.monotonic() - started, 1),
-        "cpu_seconds": round(time.process_time() - cpu_started, 1),
-        "setup": {
-            "trace": trace.source,
-            "vms": len(trace.vms),
-            "steps": trace.steps,
-            "seeds": args.seeds,
-            "every_steps": args.every,
-            "node_requests_cores": args.node_requests,
-            "noise": study.NOISE,
-            "horizons_steps": study.HORIZONS,
-            "windows_steps": study.WINDOWS,
-            "max_violations": MAX_VIOLATIONS,
-            **facts,
-        },
-        "chosen": chosen(metrics, None),
-        "chosen_pod_sum": chosen(metrics, study.POD_SUM_FAMILIES),
-        "summary": summarise(metrics, facts.pop("oracle_savings")),
-        "metrics": metrics,
-    }
-    path = provenance.write_result(args.out, doc)
-    print(f"wrote {path} in {doc['seconds']} s")
-    print(table_text(doc))
-    from bench.peaks import plot  # matplotlib only once the numbers are safe
-
-    print(f"plot: {plot.draw(doc, args.out.with_suffix('.png'))}")
-    return 0
+def pct(value: float) -> str:
+    return f"{100 * value:.2f}"
 
 
 def table_text(doc: dict[str, Any]) -> str:
+    """The result as a markdown table (docs/peaks.md quotes it): per placement and horizon,
+    violations / savings in % of Ballast's signal today, Koordinator's, the best of the paper's
+    set and the best of all at that horizon, the one-predictor picks (safe at every horizon)
+    and what a perfect forecast saves."""
+    picks = {
+        key: (doc[key] or {}).get("predictor") for key in ("chosen_paper", "chosen", "recommended")
+    }
     lines = [
-        "rule       horizon  best (<=1 %)                                 viol   save  |"
-        " best of the paper's set                      viol   save"
+        "| placement | horizon | mean-5m (Ballast today) | node-p95-1h (Koordinator) "
+        "| best of the paper's set here | best here | paper's, one for all "
+        "| chosen, one for all | recommended | perfect |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+
+    def cell(score: dict[str, Any] | None, named: bool) -> str:
+        if not score:
+            return "none at <= 1 %"
+        name = f"`{score['predictor']}` " if named else ""
+        return f"{name}{pct(score['violations'])} / {pct(score['savings'])}"
+
     for rule, by_h in doc["summary"].items():
         for h, s in by_h.items():
-            cells = []
-            for key in ("best", "best_paper"):
-                b = s[key]
-                cells.append(
-                    f"{b['predictor']:<44} {b['violations']:.4f} {b['savings']:.3f}"
-                    if b
-                    else f"{'none':<44} {'':6} {'':5}"
-                )
-            lines.append(f"{rule:<10} {h:<8} {cells[0]} | {cells[1]}")
-    for key in ("chosen", "chosen_pod_sum"):
-        c = doc[key]
-        lines.append(f"{key}: {c['predictor'] if c else 'none'}")
-        for h, s in c["by_rule"]["first-fit"].items() if c else ():
-            lines.append(f"  first-fit {h:<4} {s['violations']:.4f} {s['savings']:.3f}")
+            named = [doc["metrics"][rule][n][h]["all"] if n else None for n in picks.values()]
+            cells = [
+                cell(s["mean-5m"], False),
+                cell(s["node-p95-1h"], False),
+                cell(s["best_paper"], True),
+                cell(s["best"], True),
+                *(cell(score, False) for score in named),
+                f"0 / {pct(s['oracle_savings'])}",
+            ]
+            lines.append(f"| {rule} | {h} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("; ".join(f"{key}: `{name}`" for key, name in picks.items()))
     return "\n".join(lines)

@@ -8,8 +8,10 @@ import random
 import numpy as np
 import pytest
 
+from bench.peaks import __main__ as cli
 from bench.peaks import predictors as pr
 from bench.peaks import run, study
+from sandbox.trace import Trace, VmSeries
 
 
 def test_node_series_predictors():
@@ -110,8 +112,42 @@ def test_chosen_is_the_highest_saving_pod_sum_predictor_safe_everywhere():
 
 def test_help_and_bad_arguments():
     with pytest.raises(SystemExit) as done:
-        run.parse_args(["--help"])
+        cli.parse_args(["--help"])
     assert done.value.code == 0
     with pytest.raises(SystemExit) as done:
-        run.parse_args(["--every", "0"])
+        cli.parse_args(["--every", "0"])
     assert done.value.code == 2
+
+
+def _trace(steps: int) -> Trace:
+    """Three VMs: one idle, one with a daily burst, one steady at half its cores."""
+    t = np.arange(steps)
+    used = {
+        "1": np.full(steps, 0.05),
+        "2": np.where(t % 288 < 12, 3.5, 0.1),
+        "3": np.full(steps, 1.0),
+    }
+    vms = {
+        vm: VmSeries(vm, np.full(steps, 4.0), use, np.full(steps, 1e6), np.full(steps, 1e5))
+        for vm, use in used.items()
+    }
+    return Trace(0.0, steps, vms, "test")
+
+
+def test_the_study_end_to_end_on_a_small_trace():
+    metrics, facts = run.collect(_trace(2 * 288), [1], every=48, capacity=8.0, say=lambda _: None)
+    assert facts["forecast_times"] == 6
+    ff = metrics["first-fit"]
+    assert ff["requests"]["1h"]["all"] == {"violations": 0.0, "savings": 0.0, "severity": 0.0}
+    # every pod's max over the last day is at least any coming hour's use of the same pattern
+    assert ff["rc-p100-1d"]["1h"]["all"]["violations"] == 0.0
+    assert 0 < ff["rc-p100-1d"]["1h"]["all"]["savings"] < 1
+    doc = {
+        "summary": run.summarise(metrics, facts["oracle_savings"]),
+        "metrics": metrics,
+        "chosen": run.chosen(metrics, None),
+        "chosen_paper": run.chosen(metrics, study.PAPER_FAMILIES),
+        "recommended": {"predictor": run.RECOMMENDED},
+    }
+    text = run.table_text(doc)
+    assert "| first-fit | 1h |" in text and run.RECOMMENDED in text
