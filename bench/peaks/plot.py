@@ -27,6 +27,7 @@ COLOURS = {
     "rc-peaks": "tab:red",
     "workload-excess": "tab:cyan",
     "max(rc-like, node-peak)": "gold",
+    "recommended, one pod new": "black",
     "workload-excess-peaks": "darkcyan",
 }
 

@@ -52,7 +52,7 @@ def collect(
         pods = study.make_pods(trace, seed)
         node_of = study.placements(pods, seed, capacity)
         facts["pods"].append(len(pods.requests))
-        fc = study.forecasts(pods, node_of, times, say)
+        fc = study.forecasts(pods, node_of, times, say, seed)
         for rule, n_of in node_of.items():
             facts["nodes"][rule].append(int(n_of.max()) + 1)
             truth = study.truths(pods, n_of, times)

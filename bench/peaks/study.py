@@ -114,9 +114,16 @@ def placements(pods: Pods, seed: int, capacity: float = NODE_REQUESTS) -> dict[s
     return {"first-fit": ff, "random": rnd}
 
 
+def newcomers(node_of: np.ndarray, nodes: int, seed: int) -> np.ndarray:
+    """One pod index per node, drawn with `seed`; -1 for a node without pods."""
+    rng = random.Random(f"peaks:newcomer:{seed}")
+    return np.array([rng.choice([*np.flatnonzero(node_of == n)] or [-1]) for n in range(nodes)])
+
+
 def family_of(name: str) -> str:
     for prefix, family in (
         ("max(n-sigma", "max(n-sigma, rc-like)"),
+        ("max(rc-p100-1d, node-p100-3d), one pod new", "recommended, one pod new"),
         ("max(rc-", "max(rc-like, node-peak)"),
         ("node-peaks", "node-peaks"),
         ("rc-peaks", "rc-peaks"),
@@ -136,12 +143,20 @@ def family_of(name: str) -> str:
 
 
 def forecasts(
-    pods: Pods, node_of: dict[str, np.ndarray], times: np.ndarray, say: Callable[[str], None]
+    pods: Pods,
+    node_of: dict[str, np.ndarray],
+    times: np.ndarray,
+    say: Callable[[str], None],
+    seed: int = 0,
 ) -> dict[str, dict[str, dict[str, np.ndarray]]]:
     """rule -> predictor name -> horizon name -> (nodes, times) forecasts."""
     nodes = {rule: int(n.max()) + 1 for rule, n in node_of.items()}
     one_hot = {rule: np.eye(nodes[rule])[n].T for rule, n in node_of.items()}  # (nodes, pods)
     node_use = {rule: a @ pods.use for rule, a in one_hot.items()}
+    # One pod per node (seeded) taken as just placed: the node's series never saw it.
+    newcomer = {rule: newcomers(n, nodes[rule], seed) for rule, n in node_of.items()}
+    share = {rule: np.where(c[:, None] >= 0, pods.use[c], 0.0) for rule, c in newcomer.items()}
+    without = {rule: node_use[rule] - share[rule] for rule in node_of}
     pod_peaks = {h: pr.future_peak(pods.use, s) for h, s in HORIZONS.items() if s > 1}
     node_peaks = {
         rule: {h: pr.future_peak(u, s) for h, s in HORIZONS.items() if s > 1}
@@ -222,6 +237,13 @@ def forecasts(
         for rule, n_of in node_of.items():
             put(rule, "mean-5m", "*", node_use[rule][:, t - 1])
             put(rule, "requests", "*", pr.per_node(pods.requests, n_of, nodes[rule]))
+            # The recommended predictor as a scheduler computes it for a pod it places now:
+            # the pod's day max in the pods' sum, and added to the node's 3-day max without it.
+            day_max = pods.use[:, max(0, t - WINDOWS["1d"]) : t].max(axis=1)
+            node_max = without[rule][:, max(0, t - WINDOWS["3d"]) : t].max(axis=1)
+            bound = node_max + np.where(newcomer[rule] >= 0, day_max[newcomer[rule]], 0.0)
+            put(rule, "max(rc-p100-1d, node-p100-3d), one pod new", "*",
+                np.maximum(pr.rc_like(day_max, n_of, nodes[rule]), bound))  # fmt: skip
 
     result: dict[str, dict[str, dict[str, np.ndarray]]] = {}
     for rule, named in out.items():

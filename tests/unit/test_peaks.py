@@ -80,6 +80,11 @@ def test_random_fit_respects_room_while_there_is_some():
     assert sorted(loads.tolist()) == [8.0, 12.0]  # the fifth pod goes to a least-loaded node
 
 
+def test_newcomers_one_pod_of_each_node_or_none():
+    got = study.newcomers(np.array([0, 0, 2]), 3, seed=1)
+    assert got[0] in (0, 1) and got[1] == -1 and got[2] == 2
+
+
 def test_every_predictor_has_a_family():
     for name in ("requests", "mean-5m", "node-p95-1h", "node-peaks-p95-1d", "n-sigma-2-1d",
                  "rc-p95-1d", "max(n-sigma-2, rc-p95)-1d", "workload-sigma-3-1d",
@@ -142,6 +147,9 @@ def test_the_study_end_to_end_on_a_small_trace():
     # every pod's max over the last day is at least any coming hour's use of the same pattern
     assert ff["rc-p100-1d"]["1h"]["all"]["violations"] == 0.0
     assert 0 < ff["rc-p100-1d"]["1h"]["all"]["savings"] < 1
+    # a pod new to the node's series is added at its day max: never below the pods' own sum
+    new = ff[f"{run.RECOMMENDED}, one pod new"]["1h"]["all"]
+    assert new["savings"] <= ff["rc-p100-1d"]["1h"]["all"]["savings"]
     doc = {
         "summary": run.summarise(metrics, facts["oracle_savings"]),
         "metrics": metrics,
