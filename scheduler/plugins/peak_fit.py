@@ -1,0 +1,369 @@
+"""PeakFit: score a node by its predicted peak with the pod added, against its allocatable;
+optionally refuse a node the peak would take past a limit (docs/peaks.md).
+
+The predictor is Bashir et al.'s (EuroSys 2021, "Take it to the Limit") max of two, per resource
+(CPU millicores, memory bytes), over the pods on the node plus the new one:
+- RC-like: the sum over pods of each pod's usage percentile (`percentile`, p95 by default);
+- N-sigma: the sum of the pods' means plus `nSigma` times the standard deviation of their sum,
+  sqrt(sum over workloads of (sum of that workload's replicas' stds)^2): the replicas of one
+  workload see the same traffic, so their peaks coincide and their stds add linearly; different
+  workloads are taken as independent;
+- the predicted peak is the larger of the two.
+
+A pod's figures come from the watcher's per-pod statistics (/api/v1/pods) once it has
+`minSamples` samples in the window. A pod without them (just bound, not measured, or no
+statistics at all) keeps the estimator's rules (plugins/helpers/estimator.py: its workload
+profile, else its requests or limits scaled) and counts that figure as its mean and its
+percentile, with no deviation. The new pod is predicted from its workload's measured replicas
+(their mean figures per replica, in the same workload group as those on the node) when there
+are any, else by the estimator.
+
+What the node uses beyond its pods (the system, the kubelet, pods the metrics miss) is the
+node window's mean less the pods' means, when positive and fresh; it is added to both
+predictors. A node whose pods are all unmeasured (the watcher serves no per-pod statistics, or
+none of this node's pods) is predicted from its own window instead: RC-like is the window's
+p95, N-sigma its mean plus `nSigma` window stds (the paper's machine-level N-sigma), plus the
+pods bound since the window's last sample.
+
+Score per resource: (1 - peak / allocatable) x 100, clamped to 0..100; the node's is the lower
+of CPU and memory. Filter (`peakLimitPercent` > 0): a node whose predicted CPU or memory peak
+passes that percentage of allocatable is refused while another node of the same filter pass
+stays under it (the pod spills over rather than waits); with `strict` it is refused whatever
+the others, as Koordinator's LoadAware filter refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework import (
+    CPU,
+    MAX_NODE_SCORE,
+    MEMORY,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    Status,
+)
+from scheduler.framework.podusage import PERCENTILES, PodFigures, PodUsage
+from scheduler.framework.resources import go_round_array
+from scheduler.plugins.helpers import estimator
+from scheduler.plugins.helpers.estimator import EstimatorArgs, parse_estimator_args
+from scheduler.plugins.helpers.loadview import FRESH, recent_cpu_m, usage
+
+if TYPE_CHECKING:
+    from scheduler.framework.fields import Fields
+
+NAME = "PeakFit"
+RESOURCES = (CPU, MEMORY)
+# How a node's pods were counted (explain): per pod, from the node's window, or neither.
+PODS, NODE = "pods", "node"
+RC_LIKE, N_SIGMA = "rc-like", "n-sigma"
+# CycleState: node name -> its prediction's parts (explain reads them).
+PARTS = NAME + ".parts"
+_MEMO = NAME + ".sums"  # on the plugin: node name -> (key, sums)
+OVER_LIMIT = "node(s) would pass the predicted peak limit"
+
+
+@dataclass(frozen=True)
+class Args:
+    n_sigma: float = 3.0
+    percentile: str = "p95"
+    min_samples: int = 8
+    peak_limit_percent: float = 0.0  # 0: the filter passes every node
+    strict: bool = False
+    estimator: EstimatorArgs = EstimatorArgs()
+
+
+def parse_args(f: Fields) -> Args:
+    d = Args()
+    args = Args(
+        n_sigma=f.number("nSigma", d.n_sigma, 0, 100),
+        percentile=f.string("percentile", d.percentile, PERCENTILES),
+        min_samples=f.integer("minSamples", d.min_samples, 1, 1_000_000),
+        peak_limit_percent=f.number("peakLimitPercent", d.peak_limit_percent, 0, 1000),
+        strict=f.boolean("strict", d.strict),
+        estimator=parse_estimator_args(f),
+    )
+    f.finish()
+    return args
+
+
+# ---- the predictor (pure) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sums:
+    """One resource of one node's pods, before the new pod: sums the predictor needs."""
+
+    mean: float  # sum of means (and of the unmeasured pods' estimates)
+    rc: float  # sum of percentiles (and of the estimates)
+    groups: dict[str, float]  # workload -> sum of its replicas' stds on the node
+    ss: float  # sum over groups of their std sum squared
+
+    @classmethod
+    def of(cls, pods: list[tuple[str, float, float, float]]) -> Sums:
+        """From (group, mean, std, percentile) per pod."""
+        groups: dict[str, float] = {}
+        mean = rc = 0.0
+        for group, m, s, p in pods:
+            mean += m
+            rc += p
+            if s > 0:
+                groups[group] = groups.get(group, 0.0) + s
+        return cls(mean, rc, groups, sum(v * v for v in groups.values()))
+
+
+def predict(
+    mean: np.ndarray,
+    rc: np.ndarray,
+    ss: np.ndarray,
+    group_std: np.ndarray,
+    n_sigma: float,
+    add_mean: float,
+    add_std: float,
+    add_pct: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node, with a pod of (mean, std, percentile) added whose workload already has
+    `group_std` of std on the node: (peak, RC-like, N-sigma, the N-sigma's deviation term)."""
+    ss_with = np.maximum(ss - group_std**2 + (group_std + add_std) ** 2, 0.0)
+    sigma = n_sigma * np.sqrt(ss_with)
+    n_sig = mean + add_mean + sigma
+    rc_like = rc + add_pct
+    return np.maximum(rc_like, n_sig), rc_like, n_sig, sigma
+
+
+def node_peak(
+    pods: list[tuple[str, float, float, float]], n_sigma: float
+) -> tuple[float, float, float]:
+    """(peak, RC-like, N-sigma) of pods given as (group, mean, std, percentile): the predictor
+    for one node, what `predict` computes for many."""
+    s = Sums.of(pods)
+    peak, rc, ns, _ = predict(
+        np.array([s.mean]), np.array([s.rc]), np.array([s.ss]), np.zeros(1), n_sigma, 0, 0, 0
+    )
+    return float(peak[0]), float(rc[0]), float(ns[0])
+
+
+def scores_from(peak: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Unrounded 0..100 scores: the room the predicted peak leaves, 0 for no capacity."""
+    valid = capacity > 0
+    room = 1.0 - peak / np.where(valid, capacity, 1.0)
+    return np.where(valid, np.clip(room, 0.0, 1.0) * MAX_NODE_SCORE, 0.0)
+
+
+# ---- the plugin -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _NodeSums:
+    mode: str  # PODS or NODE
+    sums: tuple[Sums, Sums]  # cpu, memory
+    measured: int
+    estimated: int
+
+
+class Plugin:
+    name = NAME
+    reads_pod_usage = True  # the runtime fetches /api/v1/pods for it
+
+    def __init__(self, args: Args | None = None) -> None:
+        self.args = args or Args()
+        self._memo: dict[str, tuple[tuple, _NodeSums]] = {}
+
+    # -- per pod on a node ----------------------------------------------------------------------
+    def _figures(self, pod: PodInfo, usage_doc: PodUsage) -> PodFigures | None:
+        found = usage_doc.by_pod.get((pod.namespace, pod.name))
+        if found is None or found.samples < self.args.min_samples:
+            return None
+        return found
+
+    def _estimate(self, pod: PodInfo, snap: Snapshot) -> tuple[float, float]:
+        guess = estimator.estimate(pod, snap.workloads, self.args.estimator)
+        return float(guess.cpu_m), float(guess.memory)
+
+    def _node_sums(self, node: NodeInfo, snap: Snapshot) -> _NodeSums:
+        """The node's pods summed, cached between cycles until its pods or the documents
+        change."""
+        key = (node.version, id(snap.pod_usage), id(snap.workloads.by_key))
+        hit = self._memo.get(node.name)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        pct = self.args.percentile
+        rows: tuple[list, list] = ([], [])
+        measured = estimated = 0
+        for pod in node.pods.values():
+            figures = self._figures(pod, snap.pod_usage)
+            if figures is not None:
+                measured += 1
+                group = figures.workload or f"pod:{pod.uid}"
+                for r, f in enumerate((figures.cpu, figures.memory)):
+                    rows[r].append((group, f.mean, f.std, f.get(pct)))
+            else:
+                estimated += 1
+                for r, e in enumerate(self._estimate(pod, snap)):
+                    rows[r].append(("", e, 0.0, e))
+        mode = NODE if node.pods and not measured else PODS
+        found = _NodeSums(mode, (Sums.of(rows[0]), Sums.of(rows[1])), measured, estimated)
+        self._memo[node.name] = (key, found)
+        return found
+
+    # -- the new pod ----------------------------------------------------------------------------
+    def _replicas(self, usage_doc: PodUsage) -> dict[str, tuple[int, PodFigures]]:
+        """Per workload, its measured replicas' mean figures (once per document)."""
+        memo_key = (NAME, self.args.min_samples)
+        found = usage_doc.memo.get(memo_key)
+        if found is None:
+            sums: dict[str, list] = {}
+            for figures in usage_doc.by_pod.values():
+                if figures.workload and figures.samples >= self.args.min_samples:
+                    sums.setdefault(figures.workload, []).append(figures)
+            found = {w: (len(items), _average(items)) for w, items in sums.items()}
+            usage_doc.memo[memo_key] = found
+        return found
+
+    def _new_pod(self, pod: PodInfo, snap: Snapshot) -> tuple[str, list[tuple[float, ...]], str]:
+        """(group, [(mean, std, percentile) for cpu, memory], where the figures come from)."""
+        w = estimator.workload(pod)
+        replicas = self._replicas(snap.pod_usage).get(w.key) if w is not None else None
+        if w is not None and replicas is not None:
+            count, f = replicas
+            pct = self.args.percentile
+            figures = [(x.mean, x.std, x.get(pct)) for x in (f.cpu, f.memory)]
+            return w.key, figures, f"replicas of {w.key} ({count} measured)"
+        guess = estimator.estimate(pod, snap.workloads, self.args.estimator)
+        figures = [(float(guess.cpu_m), 0.0, float(guess.cpu_m))]
+        figures.append((float(guess.memory), 0.0, float(guess.memory)))
+        return f"pod:{pod.uid}", figures, f"estimate ({guess.source})"
+
+    # -- all nodes at once ----------------------------------------------------------------------
+    def predict_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(peaks, allocatable), each nodes x 2 (cpu, memory); the parts kept in the state."""
+        a = self.args
+        group, new, source = self._new_pod(pod, snap)
+        sums = [self._node_sums(node, snap) for node in nodes]
+        peaks = np.zeros((len(nodes), 2))
+        capacity = np.zeros((len(nodes), 2))
+        parts = state.setdefault(PARTS, {})
+        parts.setdefault("", source)
+        for r, resource in enumerate(RESOURCES):
+            mean = np.empty(len(nodes))
+            rc = np.empty(len(nodes))
+            ss = np.empty(len(nodes))
+            gstd = np.zeros(len(nodes))
+            for i, (node, s) in enumerate(zip(nodes, sums, strict=True)):
+                capacity[i, r] = node.allocatable.get(resource, 0)
+                # The watcher's percentages are of the node's whole CPU or memory.
+                whole = node.capacity.get(resource, 0) or capacity[i, r]
+                u = usage(state, node, snap, resource)
+                one = s.sums[r]
+                if s.mode == NODE:
+                    std = u.std * whole / 100
+                    p95 = _node_p95(snap, node, resource, u.weight)
+                    base = u.avg * whole / 100
+                    recent = recent_cpu_m(snap, node, u) if resource == CPU else 0.0
+                    mean[i] = base + recent
+                    rc[i] = max(base, p95 * whole / 100 if p95 is not None else 0.0) + recent
+                    ss[i] = std * std
+                else:
+                    # beyond the pods: what the window saw that no pod's mean explains
+                    seen = u.avg * whole / 100
+                    rest = max(0.0, seen - one.mean) if u.reason == FRESH else 0.0
+                    mean[i] = one.mean + rest
+                    rc[i] = one.rc + rest
+                    ss[i] = one.ss
+                    gstd[i] = one.groups.get(group, 0.0)
+            add_mean, add_std, add_pct = new[r]
+            peak, rc_like, n_sig, sigma = predict(
+                mean, rc, ss, gstd, a.n_sigma, add_mean, add_std, add_pct
+            )
+            peaks[:, r] = peak
+            before = np.maximum(rc, mean + a.n_sigma * np.sqrt(ss))
+            for i, node in enumerate(nodes):
+                entry = parts.setdefault(
+                    node.name, [sums[i].mode, sums[i].measured, sums[i].estimated]
+                )
+                entry.append(
+                    [
+                        float(peak[i]),
+                        float(rc_like[i]),
+                        float(n_sig[i]),
+                        float(mean[i] + add_mean),
+                        float(sigma[i]),
+                        float(peak[i] - before[i]),
+                        float(capacity[i, r]),
+                    ]
+                )
+        return peaks, capacity
+
+    def _cached(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """predict_all for the nodes the state has not seen yet this cycle."""
+        memo = state.setdefault(NAME + ".peaks", {})
+        missing = [node for node in nodes if node.name not in memo]
+        if missing:
+            peaks, capacity = self.predict_all(state, pod, missing, snap)
+            for i, node in enumerate(missing):
+                memo[node.name] = (peaks[i], capacity[i])
+        got = [memo[node.name] for node in nodes]
+        return np.array([g[0] for g in got]).reshape(-1, 2), np.array([g[1] for g in got]).reshape(
+            -1, 2
+        )
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> list[int]:
+        if not nodes:
+            return []
+        peaks, capacity = self._cached(state, pod, nodes, snap)
+        per_resource = scores_from(peaks, capacity)
+        return go_round_array(per_resource.min(axis=1)).astype(np.int64).tolist()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> int:
+        return self.score_all(state, pod, [node], snap)[0]
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> dict[int, Status]:
+        limit = self.args.peak_limit_percent
+        if limit <= 0 or not nodes:
+            return {}
+        # Not memoised: a preemption's trial edits the node between two filter calls.
+        peaks, capacity = self.predict_all(CycleState(), pod, nodes, snap)
+        bound = capacity * limit / 100
+        over = ((peaks > bound) & (capacity > 0)).any(axis=1)
+        if not over.any() or (not self.args.strict and over.all()):
+            return {}
+        return {int(i): Status.reject(OVER_LIMIT) for i in np.flatnonzero(over)}
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
+        return self.filter_all(state, pod, [node], snap).get(0, Status.success())
+
+
+def _node_p95(snap: Snapshot, node: NodeInfo, resource: str, weight: float) -> float | None:
+    """The window's p95 in percent, as far as the window is still data."""
+    load = snap.loads.get(node.name)
+    stats = load.metrics.get(resource) if load is not None else None
+    if stats is None or stats.p95 is None or weight <= 0:
+        return None
+    return stats.p95 * weight
+
+
+def _average(items: list[PodFigures]) -> PodFigures:
+    """The replicas' figures averaged field by field: what one more replica is expected to do."""
+    n = len(items)
+
+    def mean_of(which: str) -> Any:
+        values = [getattr(f, which) for f in items]
+        first = values[0]
+        return type(first)(**{k: sum(getattr(v, k) for v in values) / n for k in _FIELDS})
+
+    return PodFigures(
+        min(f.samples for f in items), items[0].workload, mean_of("cpu"), mean_of("memory")
+    )
+
+
+_FIELDS = ("mean", "std", "p90", "p95", "p99", "max")
