@@ -127,11 +127,11 @@ def top_indices(totals: np.ndarray, k: int) -> list[int]:
 
 
 def scores(
-    parts: ScoreParts, chosen: str, snap: Snapshot, k: int, peaks: dict[str, Any] | None = None
+    parts: ScoreParts, chosen: str, snap: Snapshot, k: int, state: CycleState | None = None
 ) -> list[Any]:
     """[plugins [[name, weight, skipped]], winner [node, total, ties, runner-up node, its
     total], top rows [[node, total, [[raw, normalised] per plugin scored], load view, PeakFit's
-    prediction or None]]]; `peaks`: PeakFit's parts by node (plugins/peak_fit.py)."""
+    prediction or None]]]; `state`: the cycle's, when PeakFit kept its parts there."""
     names, totals = parts.names, parts.totals
     top = top_indices(totals, k)
     win = next((i for i in top if names[i] == chosen), -1)
@@ -152,7 +152,7 @@ def scores(
                 int(totals[i]),
                 [[raw[i], norm[i]] for raw, norm in scored],
                 load_view(node, snap) if node is not None else None,
-                (peaks or {}).get(names[i]),
+                peak_fit.parts_of(state, names[i]) if state is not None else None,
             ]
         )
     runner = next((i for i in top if i != win), None)
@@ -180,7 +180,7 @@ def placed(
     if peaks:
         doc["pk"] = peaks.get("", "")
     if parts is not None:
-        doc["s"] = scores(parts, chosen, snap, k, peaks)
+        doc["s"] = scores(parts, chosen, snap, k, state if peaks else None)
     else:
         node = snap.nodes.get(chosen)
         view = load_view(node, snap) if node is not None else None
@@ -299,16 +299,13 @@ def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
     }
 
 
-_PEAK = ("peak", "rcLike", "nSigma", "mean", "sigma", "podShare", "allocatable")
-
-
 def _expand_peak(parts: list[Any]) -> dict[str, Any]:
     """PeakFit's prediction for one node: how its pods were counted, then per resource the
     predicted peak with the pod, its two predictors, which won, and the pod's share of it."""
     mode, measured, estimated, *resources = parts
     out: dict[str, Any] = {"from": mode, "podsMeasured": measured, "podsEstimated": estimated}
     for resource, values in zip((CPU, MEMORY), resources, strict=False):
-        entry = {k: round(v, 1) for k, v in zip(_PEAK, values, strict=True)}
+        entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=True)}
         entry["won"] = peak_fit.RC_LIKE if values[1] >= values[2] else peak_fit.N_SIGMA
         out[resource] = entry
     return out

@@ -35,6 +35,7 @@ the others, as Koordinator's LoadAware filter refuses.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,7 +54,7 @@ from scheduler.framework.podusage import PERCENTILES, PodFigures, PodUsage
 from scheduler.framework.resources import go_round_array
 from scheduler.plugins.helpers import estimator
 from scheduler.plugins.helpers.estimator import EstimatorArgs, parse_estimator_args
-from scheduler.plugins.helpers.loadview import FRESH, recent_cpu_m, usage
+from scheduler.plugins.helpers.loadview import usage_arrays
 
 if TYPE_CHECKING:
     from scheduler.framework.fields import Fields
@@ -63,8 +64,10 @@ RESOURCES = (CPU, MEMORY)
 # How a node's pods were counted (explain): per pod, from the node's window, or neither.
 PODS, NODE = "pods", "node"
 RC_LIKE, N_SIGMA = "rc-like", "n-sigma"
-# CycleState: node name -> its prediction's parts (explain reads them).
+# CycleState: node name -> its prediction's parts (explain reads them through `parts_of`), and
+# "" -> where the pod's figures came from.
 PARTS = NAME + ".parts"
+PART_FIELDS = ("peak", "rcLike", "nSigma", "mean", "sigma", "podShare", "allocatable")
 _MEMO = NAME + ".sums"  # on the plugin: node name -> (key, sums)
 OVER_LIMIT = "node(s) would pass the predicted peak limit"
 
@@ -240,85 +243,66 @@ class Plugin:
     def predict_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(peaks, allocatable), each nodes x 2 (cpu, memory); the parts kept in the state."""
+        """(peaks, allocatable), each nodes x 2 (cpu, memory); the parts kept in the state
+        for the decision record (`parts_of`)."""
         a = self.args
         group, new, source = self._new_pod(pod, snap)
         sums = [self._node_sums(node, snap) for node in nodes]
-        peaks = np.zeros((len(nodes), 2))
-        capacity = np.zeros((len(nodes), 2))
-        parts = state.setdefault(PARTS, {})
-        parts.setdefault("", source)
+        n = len(nodes)
+        by_node = np.array([s.mode == NODE for s in sums], dtype=bool)
+        peaks, capacity = np.zeros((n, 2)), np.zeros((n, 2))
+        table = np.zeros((n, 2, len(PART_FIELDS)))
         for r, resource in enumerate(RESOURCES):
-            mean = np.empty(len(nodes))
-            rc = np.empty(len(nodes))
-            ss = np.empty(len(nodes))
-            gstd = np.zeros(len(nodes))
-            for i, (node, s) in enumerate(zip(nodes, sums, strict=True)):
-                capacity[i, r] = node.allocatable.get(resource, 0)
-                # The watcher's percentages are of the node's whole CPU or memory.
-                whole = node.capacity.get(resource, 0) or capacity[i, r]
-                u = usage(state, node, snap, resource)
-                one = s.sums[r]
-                if s.mode == NODE:
-                    std = u.std * whole / 100
-                    p95 = _node_p95(snap, node, resource, u.weight)
-                    base = u.avg * whole / 100
-                    recent = recent_cpu_m(snap, node, u) if resource == CPU else 0.0
-                    mean[i] = base + recent
-                    rc[i] = max(base, p95 * whole / 100 if p95 is not None else 0.0) + recent
-                    ss[i] = std * std
-                else:
-                    # beyond the pods: what the window saw that no pod's mean explains
-                    seen = u.avg * whole / 100
-                    rest = max(0.0, seen - one.mean) if u.reason == FRESH else 0.0
-                    mean[i] = one.mean + rest
-                    rc[i] = one.rc + rest
-                    ss[i] = one.ss
-                    gstd[i] = one.groups.get(group, 0.0)
+            capacity[:, r] = [node.allocatable.get(resource, 0) for node in nodes]
+            # The watcher's percentages are of the node's whole CPU or memory.
+            whole = np.array([node.capacity.get(resource, 0) for node in nodes], dtype=float)
+            whole = np.where(whole > 0, whole, capacity[:, r])
+            avg, std, weight = (np.asarray(x) for x in usage_arrays(state, nodes, snap, resource))
+            seen = avg * whole / 100
+            mean = np.array([s.sums[r].mean for s in sums])
+            rc = np.array([s.sums[r].rc for s in sums])
+            ss = np.array([s.sums[r].ss for s in sums])
+            gstd = np.array([s.sums[r].groups.get(group, 0.0) for s in sums])
+            # beyond the pods: what a fresh window saw that no pod's mean explains
+            rest = np.where(weight >= 1.0, np.maximum(seen - mean, 0.0), 0.0)
+            mean, rc = mean + rest, rc + rest
+            if by_node.any():
+                # no pod measured: the node's own window (mean, its deviation, its p95)
+                recent = np.zeros(n)
+                p95 = seen.copy()
+                for i in np.flatnonzero(by_node).tolist():
+                    node = nodes[i]
+                    if resource == CPU:
+                        recent[i] = snap.recent_cpu_m.get(node.name, 0) * weight[i]
+                    found = _node_p95(snap, node, resource, float(weight[i]))
+                    if found is not None:
+                        p95[i] = max(seen[i], found * whole[i] / 100)
+                node_std = std * whole / 100
+                mean = np.where(by_node, seen + recent, mean)
+                rc = np.where(by_node, p95 + recent, rc)
+                ss = np.where(by_node, node_std**2, ss)
+                gstd = np.where(by_node, 0.0, gstd)
             add_mean, add_std, add_pct = new[r]
             peak, rc_like, n_sig, sigma = predict(
                 mean, rc, ss, gstd, a.n_sigma, add_mean, add_std, add_pct
             )
             peaks[:, r] = peak
             before = np.maximum(rc, mean + a.n_sigma * np.sqrt(ss))
-            for i, node in enumerate(nodes):
-                entry = parts.setdefault(
-                    node.name, [sums[i].mode, sums[i].measured, sums[i].estimated]
-                )
-                entry.append(
-                    [
-                        float(peak[i]),
-                        float(rc_like[i]),
-                        float(n_sig[i]),
-                        float(mean[i] + add_mean),
-                        float(sigma[i]),
-                        float(peak[i] - before[i]),
-                        float(capacity[i, r]),
-                    ]
-                )
+            table[:, r] = np.column_stack(
+                [peak, rc_like, n_sig, mean + add_mean, sigma, peak - before, capacity[:, r]]
+            )
+        kept = state.setdefault(PARTS, {})
+        kept[""] = source
+        chunk = (table, sums)
+        kept.update(zip((node.name for node in nodes), zip(repeat(chunk), range(n)), strict=False))
         return peaks, capacity
-
-    def _cached(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """predict_all for the nodes the state has not seen yet this cycle."""
-        memo = state.setdefault(NAME + ".peaks", {})
-        missing = [node for node in nodes if node.name not in memo]
-        if missing:
-            peaks, capacity = self.predict_all(state, pod, missing, snap)
-            for i, node in enumerate(missing):
-                memo[node.name] = (peaks[i], capacity[i])
-        got = [memo[node.name] for node in nodes]
-        return np.array([g[0] for g in got]).reshape(-1, 2), np.array([g[1] for g in got]).reshape(
-            -1, 2
-        )
 
     def score_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> list[int]:
         if not nodes:
             return []
-        peaks, capacity = self._cached(state, pod, nodes, snap)
+        peaks, capacity = self.predict_all(state, pod, nodes, snap)
         per_resource = scores_from(peaks, capacity)
         return go_round_array(per_resource.min(axis=1)).astype(np.int64).tolist()
 
@@ -341,6 +325,17 @@ class Plugin:
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status:
         return self.filter_all(state, pod, [node], snap).get(0, Status.success())
+
+
+def parts_of(state: CycleState, node: str) -> list[Any] | None:
+    """The decision record's view of one node's prediction: [how its pods were counted,
+    measured pods, estimated pods, then per resource (cpu, memory) PART_FIELDS]."""
+    found = (state.get(PARTS) or {}).get(node)
+    if found is None:
+        return None
+    (table, sums), i = found
+    s = sums[i]
+    return [s.mode, s.measured, s.estimated, *(table[i, r].tolist() for r in range(2))]
 
 
 def _node_p95(snap: Snapshot, node: NodeInfo, resource: str, weight: float) -> float | None:

@@ -98,8 +98,8 @@ def test_a_bursty_node_with_the_lower_mean_loses_to_a_steady_node():
     state = CycleState()
     scores = plugin.score_all(state, pod, [steady, bursty], snap)
     assert scores[0] > scores[1]
-    cpu_steady = state[peak_fit.PARTS]["steady"][3]
-    cpu_bursty = state[peak_fit.PARTS]["bursty"][3]
+    cpu_steady = peak_fit.parts_of(state, "steady")[3]
+    cpu_bursty = peak_fit.parts_of(state, "bursty")[3]
     assert cpu_bursty[0] > cpu_steady[0]  # predicted peaks
     assert cpu_bursty[1] >= cpu_bursty[2]  # RC-like (2900 + the pod) won there
 
@@ -120,7 +120,7 @@ def test_pods_without_history_count_by_the_estimator():
     new = make_pod("new", [container("100m")])
     state = CycleState()
     plugin.score_all(state, new, [node], snap)
-    mode, measured, estimated, cpu, _ = state[peak_fit.PARTS]["n"]
+    mode, measured, estimated, cpu, _ = peak_fit.parts_of(state, "n")
     assert (mode, measured, estimated) == (peak_fit.PODS, 1, 2)
     # requests x 0.85 (Koordinator's scaling) for young (340m), unknown (170m) and new (85m)
     peak, rc, ns, mean, sigma, share, capacity = cpu
@@ -147,7 +147,7 @@ def test_the_new_pod_takes_its_workloads_measured_replicas_figures():
     state = CycleState()
     scores = plugin.score_all(state, replica("web-new"), [one, two], snap)
     assert state[peak_fit.PARTS][""] == "replicas of ns/Deployment/web (1 measured)"
-    cpu_one, cpu_two = state[peak_fit.PARTS]["one"][3], state[peak_fit.PARTS]["two"][3]
+    cpu_one, cpu_two = peak_fit.parts_of(state, "one")[3], peak_fit.parts_of(state, "two")[3]
     # beside its own replica the deviations add (3 x 400); beside api they do not (3 x 283)
     assert cpu_one[4] == pytest.approx(1200.0)
     assert cpu_two[4] == pytest.approx(3.0 * math.sqrt(2) * 200.0)
@@ -162,7 +162,7 @@ def test_without_pod_statistics_the_node_window_stands_in():
     plugin = Plugin(Args(n_sigma=2.0))
     state = CycleState()
     plugin.score_all(state, make_pod("new", [container("100m")]), [node], snap)
-    mode, measured, estimated, cpu, _ = state[peak_fit.PARTS]["n"]
+    mode, measured, estimated, cpu, _ = peak_fit.parts_of(state, "n")
     assert mode == peak_fit.NODE
     peak, rc, ns, mean, sigma, share, capacity = cpu
     assert rc == pytest.approx(1400.0 + 100.0 + 85.0)  # p95 70 % of 2 cores, recent, the pod
@@ -177,7 +177,7 @@ def test_what_no_pod_explains_counts_on_the_node():
     snap.pod_usage = PodUsage({("ns", "p"): figures(flat(400.0, 0.0, 450.0))})
     state = CycleState()
     Plugin(Args(n_sigma=0.0)).score_all(state, make_pod("new", [container("100m")]), [node], snap)
-    _, _, _, cpu, _ = state[peak_fit.PARTS]["n"]
+    _, _, _, cpu, _ = peak_fit.parts_of(state, "n")
     assert cpu[1] == pytest.approx(450.0 + 600.0 + 85.0)
 
 
