@@ -201,8 +201,11 @@ POD_FIGURES = {
         "history": {
             "type": "object",
             "description": "over a history whose samples' weight halves every `halfLife` "
-            "seconds; `weight` is the samples' total weight now",
-            "properties": {f: _COLUMN for f in ("weight", "mean", "std", "p90", "p95", "p99")},
+            "seconds; `weight` is the samples' total weight now, `max` the most the pod ever "
+            "used",
+            "properties": {
+                f: _COLUMN for f in ("weight", "mean", "std", "p90", "p95", "p99", "max")
+            },
         },
     },
 }

@@ -36,13 +36,14 @@ class PodPoller:
         poll_interval: float,
         max_profiles: int,
         node_window: float | None = None,
+        half_life: float | None = None,
     ) -> None:
         self.source = source
         self.owners = owners
         self.store = store
         self.book = ProfileBook(window, poll_interval, max_profiles=max_profiles)
-        # Per pod: the node window's samples and a history halving every profile window.
-        self.stats = PodStats(node_window or window, poll_interval, window)
+        # Per pod: the node window's samples and a decaying history (watcher/podstats.py).
+        self.stats = PodStats(node_window or window, poll_interval, half_life or window)
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.pods = 0  # pods with usage in the last poll
@@ -129,7 +130,9 @@ class PodPoller:
         self.store.save_workloads(body, rings, keep)
         pods = self.stats.doc(now)
         pods["lastPoll"] = self.last
-        self.store.save_pods(json.dumps(pods, separators=(",", ":")).encode(), blob, keep)
+        # The rows carry a history of about two half-lives: kept that long for a takeover.
+        keep_rows = max(keep, 2 * self.stats.half_life)
+        self.store.save_pods(json.dumps(pods, separators=(",", ":")).encode(), blob, keep_rows)
 
     def group(
         self,

@@ -7,7 +7,8 @@ Per pod and resource (CPU millicores, memory bytes):
 - the history: exponentially decayed sums (weight, sum, sum of squares) and a histogram of 48
   log-spaced buckets (three per octave: a bucket is 26 % wide, a percentile read from it is
   within about 13 % of the sample's), every sample's weight halving every `half_life` seconds:
-  mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds.
+  mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds, and the
+  most the pod ever used (its max since its first sample here).
 
 Everything lives in numpy arrays with one row per pod, so a poll of 50,000 pods is a handful of
 array operations, and memory is a fixed number of bytes per pod (docs/peaks.md states it). A pod
@@ -32,7 +33,7 @@ BUCKETS = 48  # 16 octaves: 1m..65 cores, 1 MiB..64 GiB (the last bucket is open
 QUANTILES = (0.90, 0.95, 0.99)
 MAX_WINDOW_SAMPLES = 64
 WINDOW_FIELDS = ("samples", "mean", "std", "p90", "p95", "p99", "max")
-HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99")
+HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 DIGITS = (1, 0)  # CPU to a tenth of a millicore, memory to a byte
 COLUMNS = ("pods", "workloads", "last", "samples", *RESOURCES)  # per-pod parts of the doc
 ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes")  # the per-pod arrays
@@ -235,7 +236,7 @@ class PodStats:
             weight = sums[:, 0] * 2.0 ** (-(now - self.last[idx]) / self.half_life)
             low, high = self.extremes[idx, r, 0:1], self.extremes[idx, r, 1:2]
             qs = np.clip(hist_quantiles(self.hist[idx, r, :], base, QUANTILES), low, high)
-            hist = np.column_stack([weight, mean, std, qs])
+            hist = np.column_stack([weight, mean, std, qs, high[:, 0]])
             digits = DIGITS[r]
             out[resource] = {
                 "window": {f: _column(win[:, j], digits) for j, f in enumerate(WINDOW_FIELDS) if j},

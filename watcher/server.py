@@ -107,6 +107,7 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
         config.poll_interval,
         config.max_profiles,
         node_window=config.window,
+        half_life=config.pod_history_half_life,
     )
 
 

@@ -5,8 +5,8 @@ watcher without them (404: pod usage off, or an upstream load-watcher) is asked 
 `idle` seconds, and the peak model falls back on the nodes' window statistics meanwhile.
 
 Each figure is the larger of the window's and the history's: a pod whose use stepped up shows
-it within the window, and a burst an hour ago still counts until the history forgets it (the
-paper's max-of-predictors, applied per pod). The max is the window's alone.
+it within the window, and a burst hours ago still counts until the history forgets it (the
+paper's max-of-predictors, applied per pod). The history's max is the most the pod ever used.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.framework.podusage import NO_POD_USAGE, Figures, PodFigures, PodUsage
 
 WINDOW = ("mean", "std", "p90", "p95", "p99", "max")
-HISTORY = ("weight", "mean", "std", "p90", "p95", "p99")
+HISTORY = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 
 
 def _column(doc: Any, n: int, where: str) -> np.ndarray:
@@ -39,7 +39,7 @@ def _number(v: Any) -> bool:
 
 def _resource(doc: Any, n: int, where: str) -> np.ndarray:
     """pods x (mean, std, p90, p95, p99, max): each the larger of the window's and the
-    history's (the max: the window's, or the history's p99 when that is more)."""
+    history's."""
     if not isinstance(doc, dict):
         raise ValueError(f"{where}: expected an object")
     win, hist = doc.get("window"), doc.get("history")
@@ -49,8 +49,7 @@ def _resource(doc: Any, n: int, where: str) -> np.ndarray:
     h = np.column_stack([_column(hist.get(f), n, f"{where}.history.{f}") for f in HISTORY])
     merged = w.copy()
     known = h[:, 0] > 0  # a history of weight 0 says nothing
-    merged[known, :5] = np.maximum(w[known, :5], h[known, 1:])
-    merged[:, 5] = np.maximum(w[:, 5], merged[:, 4])
+    merged[known] = np.maximum(w[known], h[known, 1:])
     return merged
 
 

@@ -245,6 +245,7 @@ def _doc(cpu_mean=(100.0, 200.0)):
                 "p90": [125.0] * n,
                 "p95": [300.0] * n,
                 "p99": [310.0] * n,
+                "max": [400.0] * n,
             },
         }
 
@@ -261,7 +262,7 @@ def _doc(cpu_mean=(100.0, 200.0)):
 def test_parse_takes_the_larger_of_window_and_history():
     usage = parse_pods(_doc())
     a, b = usage.by_pod[("ns", "a")], usage.by_pod[("ns", "b")]
-    assert a.cpu == Figures(110.0, 10.0, 125.0, 300.0, 310.0, 310.0)
+    assert a.cpu == Figures(110.0, 10.0, 125.0, 300.0, 310.0, 400.0)
     assert a.workload == "ns/Deployment/web" and b.workload is None
     assert b.cpu.p95 == 130.0  # a history of weight 0 says nothing
 

@@ -63,6 +63,7 @@ def test_an_old_burst_fades_from_the_history():
     doc = stats.doc(t)
     assert column(doc, A, "cpu", "history", "p99") < 150
     assert column(doc, A, "cpu", "window", "max") == 100.0
+    assert column(doc, A, "cpu", "history", "max") == 2000.0  # the most it ever used
 
 
 def test_gone_pods_are_forgotten_and_rows_reused():
