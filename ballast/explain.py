@@ -121,7 +121,7 @@ def _amount(value: float, resource: str) -> str:
 def _peak_lines(scores: dict[str, Any]) -> list[str]:
     """PeakFit's predicted peak per top node, with its parts (docs/explain.md):
     n1 cpu: peak 1850m of 2000m (92%) = N-sigma 1200m + 3.0 sigma 650m (RC-like 1700m);
-        the pod adds 310m; 4 pods measured, 1 estimated"""
+        the pod adds 310m; pods: 4 measured, 1 estimated"""
     rows = [row for row in scores.get("top") or [] if row.get("peak")]
     if not rows:
         return []
@@ -129,7 +129,7 @@ def _peak_lines(scores: dict[str, Any]) -> list[str]:
     for row in rows:
         peak = row["peak"]
         counted = (
-            f"{peak['podsMeasured']} pods measured, {peak['podsEstimated']} estimated"
+            f"pods: {peak['podsMeasured']} measured, {peak['podsEstimated']} estimated"
             if peak["from"] == "pods"
             else "from the node's window (no pod measured)"
         )

@@ -88,7 +88,7 @@ def test_the_predicted_peak_and_its_parts():
     )
     state = CycleState()
     pod = make_pod("web", [container("100m", "64Mi")])
-    scores = Plugin(Args(n_sigma=3.0)).score_all(state, pod, nodes, snap)
+    scores = Plugin(Args(n_sigma=3.0, percentile="p95")).score_all(state, pod, nodes, snap)
     parts = ScoreParts(names=["a", "b"], totals=np.array(scores))
     parts.plugins = [("PeakFit", 1, scores, scores)]
     counts = explanation.node_counts(2, 2, 2, 2, 0, 2)
@@ -106,4 +106,4 @@ def test_the_predicted_peak_and_its_parts():
     text = explain.render_attempt(record)
     assert "predicted peak with the pod (PeakFit; the pod from estimate (requests))" in text
     assert "b cpu: peak 1585m of 2000m (79%) = N-sigma 1585m: mean 385m + 1200m" in text
-    assert "the pod adds 85m; 1 pods measured, 0 estimated" in text
+    assert "the pod adds 85m; pods: 1 measured, 0 estimated" in text
