@@ -1,5 +1,5 @@
 """The watcher's per-pod statistics (watcher/podstats.py) at N pods: memory per pod, the
-document's size, and the time one poll and one document take. docs/peaks.md quotes its output.
+document's size, and the time one poll and one document take. docs/peak-model.md quotes its output.
 
     .venv/bin/python hack/podstats_memory.py [pods]
 """

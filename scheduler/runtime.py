@@ -175,7 +175,7 @@ class Runtime:
         # Each pod's usage statistics (plugins/peak_fit.py), fetched only when a profile reads
         # them; older than 10 minutes they describe pods the cluster may no longer run. Every
         # 6 node fetches (30 s by default): they move slowly, and each new document makes
-        # PeakFit sum every node's pods again (about 5 us a pod, docs/peaks.md).
+        # PeakFit sum every node's pods again (about 5 us a pod, docs/peak-model.md).
         self.pods_client = PodsClient(
             cfg.watcher_address if _reads(profiles, "reads_pod_usage") else None,
             interval=6 * opts.watcher_interval,

@@ -201,8 +201,8 @@ POD_FIGURES = {
         "history": {
             "type": "object",
             "description": "over a history whose samples' weight halves every `halfLife` "
-            "seconds; `weight` is the samples' total weight now, `max` the most the pod ever "
-            "used",
+            "seconds; `weight` is the samples' total weight now, `max` the most the pod used "
+            "in the last 24 hours",
             "properties": {
                 f: _COLUMN for f in ("weight", "mean", "std", "p90", "p95", "p99", "max")
             },
@@ -584,7 +584,7 @@ def document(
             ),
             "/api/v1/pods": _get(
                 "Per-pod CPU and memory statistics (window and decaying history), for the "
-                "scheduler's peak model (docs/peaks.md)",
+                "scheduler's peak model (docs/peak-model.md)",
                 {
                     "200": _json("pod statistics", POD_STATS_DOC),
                     "304": NOT_MODIFIED,

@@ -1,4 +1,4 @@
-"""Per-pod usage statistics for the scheduler's peak model (docs/peaks.md): what each pod used,
+"""Per-pod usage statistics for the scheduler's peak model (docs/peak-model.md): what each pod used,
 as moments and percentiles, over the node window and over a longer, decaying history.
 
 Per pod and resource (CPU millicores, memory bytes):
@@ -7,11 +7,11 @@ Per pod and resource (CPU millicores, memory bytes):
 - the history: exponentially decayed sums (weight, sum, sum of squares) and a histogram of 48
   log-spaced buckets (three per octave: a bucket is 26 % wide, a percentile read from it is
   within about 13 % of the sample's), every sample's weight halving every `half_life` seconds:
-  mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds, and the
-  most the pod ever used (its max since its first sample here).
+  mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds; and the
+  most the pod used in the last 24 hours (from its maximum per hour).
 
 Everything lives in numpy arrays with one row per pod, so a poll of 50,000 pods is a handful of
-array operations, and memory is a fixed number of bytes per pod (docs/peaks.md states it). A pod
+array operations, and memory is a fixed number of bytes per pod (docs/peak-model.md states it). A pod
 not sampled for `window` seconds is gone (deleted, or moved off the metrics source) and its row
 is reused; at most `max_pods` rows are kept, the least recently sampled dropped first.
 """
@@ -36,7 +36,8 @@ WINDOW_FIELDS = ("samples", "mean", "std", "p90", "p95", "p99", "max")
 HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 DIGITS = (1, 0)  # CPU to a tenth of a millicore, memory to a byte
 COLUMNS = ("pods", "workloads", "last", "samples", *RESOURCES)  # per-pod parts of the doc
-ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes")  # the per-pod arrays
+HOUR, HOURS = 3600.0, 24  # the history's max: the most a pod used in each of the last 24 hours
+ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes", "hourly", "hour_of")
 
 
 def bucket_of(values: np.ndarray, base: float) -> np.ndarray:
@@ -129,6 +130,10 @@ class PodStats:
         # The least and the most a pod ever used: a percentile read from a bucket is clamped
         # to them, so a steady pod reads exactly its use, not its bucket's middle.
         self.extremes = np.zeros((rows, r, 2), dtype=np.float32)
+        # The most used in each hour, slot = hour % HOURS, stamped with the hour (mod 2^16) it
+        # holds, so a slot from an older day is told apart without clearing it.
+        self.hourly = np.zeros((rows, r, HOURS), dtype=np.float32)
+        self.hour_of = np.zeros((rows, HOURS), dtype=np.uint16)
         self.workloads = [None] * rows
 
     def _grow(self, rows: int) -> None:
@@ -156,6 +161,8 @@ class PodStats:
             self.sums[slot] = 0.0
             self.extremes[slot, :, 0] = np.inf
             self.extremes[slot, :, 1] = -np.inf
+            self.hour_of[slot] = 0
+            self.hourly[slot] = -1.0  # no hour yet (use is never negative)
         return slot
 
     def add(
@@ -192,6 +199,12 @@ class PodStats:
             self.sums[idx, r, 2] += values[:, r] ** 2
             self.extremes[idx, r, 0] = np.minimum(self.extremes[idx, r, 0], values[:, r])
             self.extremes[idx, r, 1] = np.maximum(self.extremes[idx, r, 1], values[:, r])
+        hour = int(at // HOUR)
+        slot = hour % HOURS
+        stale = self.hour_of[idx, slot] != np.uint16(hour % 65536)
+        self.hourly[idx[stale], :, slot] = -1.0
+        self.hour_of[idx, slot] = hour % 65536
+        self.hourly[idx, :, slot] = np.maximum(self.hourly[idx, :, slot], values)
         self.last[idx] = at
         self._evict()
 
@@ -236,7 +249,7 @@ class PodStats:
             weight = sums[:, 0] * 2.0 ** (-(now - self.last[idx]) / self.half_life)
             low, high = self.extremes[idx, r, 0:1], self.extremes[idx, r, 1:2]
             qs = np.clip(hist_quantiles(self.hist[idx, r, :], base, QUANTILES), low, high)
-            hist = np.column_stack([weight, mean, std, qs, high[:, 0]])
+            hist = np.column_stack([weight, mean, std, qs, self._day_max(idx, r, now)])
             digits = DIGITS[r]
             out[resource] = {
                 "window": {f: _column(win[:, j], digits) for j, f in enumerate(WINDOW_FIELDS) if j},
@@ -246,6 +259,13 @@ class PodStats:
                 },
             }
         return out
+
+    def _day_max(self, idx: np.ndarray, r: int, now: float) -> np.ndarray:
+        """The most each pod used over the last HOURS hours (0 for none)."""
+        hour = int(now // HOUR)
+        age = (np.uint16(hour % 65536) - self.hour_of[idx]).astype(np.uint16)
+        recent = age < HOURS
+        return np.where(recent, self.hourly[idx, r, :], -1.0).max(axis=1).clip(min=0.0)
 
     def encode(self) -> bytes:
         """Every live row, for the store: a poller taking over reloads them."""
@@ -263,6 +283,8 @@ class PodStats:
             hist=self.hist[idx],
             sums=self.sums[idx],
             extremes=self.extremes[idx],
+            hourly=self.hourly[idx],
+            hour_of=self.hour_of[idx],
         )
         return buf.getvalue()
 

@@ -143,7 +143,7 @@ def test_the_new_pod_takes_its_workloads_measured_replicas_figures():
             ("ns", "api-a"): figures(bursty, "ns/Deployment/api"),
         }
     )
-    plugin = Plugin(Args(n_sigma=3.0))
+    plugin = Plugin(Args(n_sigma=3.0, percentile="p95"))
     state = CycleState()
     scores = plugin.score_all(state, replica("web-new"), [one, two], snap)
     assert state[peak_fit.PARTS][""] == "replicas of ns/Deployment/web (1 measured)"

@@ -63,7 +63,20 @@ def test_an_old_burst_fades_from_the_history():
     doc = stats.doc(t)
     assert column(doc, A, "cpu", "history", "p99") < 150
     assert column(doc, A, "cpu", "window", "max") == 100.0
-    assert column(doc, A, "cpu", "history", "max") == 2000.0  # the most it ever used
+    assert column(doc, A, "cpu", "history", "max") == 2000.0  # the most it used in 24 hours
+
+
+def test_the_history_max_is_the_last_days():
+    stats = PodStats(window=300, poll_interval=15, half_life=3600)
+    t0, hour = 100 * 3600.0, 3600.0  # the start of an hour
+    stats.add(t0 + 10, {A: (900.0, 1e6)})
+    stats.add(t0 + 5 * hour, {A: (400.0, 1e6)})
+    stats.add(t0 + 23 * hour + 3000, {A: (100.0, 1e6)})  # the 24th hour: the first still counts
+    assert column(stats.doc(t0 + 23 * hour + 3000), A, "cpu", "history", "max") == 900.0
+    stats.add(t0 + 24 * hour + 10, {A: (100.0, 1e6)})  # the 25th takes the first one's slot
+    assert column(stats.doc(t0 + 24 * hour + 10), A, "cpu", "history", "max") == 400.0
+    # five hours on, only the newest hours are left
+    assert column(stats.doc(t0 + 29 * hour + 10), A, "cpu", "history", "max") == 100.0
 
 
 def test_gone_pods_are_forgotten_and_rows_reused():
@@ -101,7 +114,7 @@ def test_the_cost_per_pod_is_fixed():
     per_row = sum(getattr(stats, name)[0:1].nbytes for name in ROWS)
     arrays = sum(getattr(stats, name).nbytes for name in ROWS)
     assert arrays == per_row * len(stats.last)
-    assert per_row <= 640  # docs/peaks.md: 620 bytes of arrays per pod at a 20-sample window
+    assert per_row <= 880  # docs/peak-model.md: 860 bytes of arrays per pod at a 20-sample window
 
 
 def test_max_pods_drops_the_least_recently_sampled():
