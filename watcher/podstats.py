@@ -11,8 +11,8 @@ Per pod and resource (CPU millicores, memory bytes):
   most the pod used in the last 24 hours (from its maximum per hour).
 
 Everything lives in numpy arrays with one row per pod, so a poll of 50,000 pods is a handful of
-array operations, and memory is a fixed number of bytes per pod (docs/peak-model.md states it). A pod
-not sampled for `window` seconds is gone (deleted, or moved off the metrics source) and its row
+array operations, and memory is a fixed number of bytes per pod (docs/peak-model.md states it). A
+pod not sampled for `window` seconds is gone (deleted, or moved off the metrics source) and its row
 is reused; at most `max_pods` rows are kept, the least recently sampled dropped first.
 """
 

@@ -6,7 +6,8 @@ watcher without them (404: pod usage off, or an upstream load-watcher) is asked 
 
 Each figure is the larger of the window's and the history's: a pod whose use stepped up shows
 it within the window, and a burst hours ago still counts until the history forgets it (the
-paper's max-of-predictors, applied per pod). The history's max is the most the pod used in the last 24 hours.
+paper's max-of-predictors, applied per pod). The history's max is the most the pod used in the
+last 24 hours.
 """
 
 from __future__ import annotations
