@@ -3,8 +3,11 @@ by the peak model (plugins/peak_fit.py)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
+
+_SERIALS = itertools.count(1)
 
 PERCENTILES = ("p90", "p95", "p99", "max")
 
@@ -39,6 +42,8 @@ class PodUsage:
 
     by_pod: dict[tuple[str, str], PodFigures] = field(default_factory=dict)
     built: float = 0.0
+    # unique per document, for caches keyed by it (an id() can come back after a free)
+    serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)
     # per-document results a plugin derives once (the replicas' figures per workload)
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -192,7 +192,8 @@ class Plugin:
     def _node_sums(self, node: NodeInfo, snap: Snapshot) -> _NodeSums:
         """The node's pods summed, cached between cycles until its pods or the documents
         change."""
-        key = (node.version, id(snap.pod_usage), id(snap.workloads.by_key))
+        # the profiles' build time: a new document gives the unmeasured pods new estimates
+        key = (node.version, snap.pod_usage.serial, snap.workloads.built, len(snap.workloads))
         hit = self._memo.get(node.name)
         if hit is not None and hit[0] == key:
             return hit[1]

@@ -276,3 +276,16 @@ def test_parse_leaves_a_bad_pod_out_and_refuses_a_bad_column():
         parse_pods(_doc(cpu_mean=(1.0,)))
     with pytest.raises(ValueError):
         parse_pods({"pods": {}})
+
+
+def test_a_new_document_is_summed_again():
+    node = make_node("n", cpu="4")
+    node.add_pod(make_pod("a", [container("100m")]))
+    snap = snapshot([node])
+    plugin = Plugin()
+    pod = make_pod("new", [container("100m")])
+    snap.pod_usage = PodUsage({("ns", "a"): figures(flat(300.0))})
+    calm = plugin.score_all(CycleState(), pod, [node], snap)
+    snap.pod_usage = PodUsage({("ns", "a"): figures(flat(3000.0))})
+    busy = plugin.score_all(CycleState(), pod, [node], snap)
+    assert busy[0] < calm[0]
