@@ -123,3 +123,33 @@ def test_max_pods_drops_the_least_recently_sampled():
     stats.add(1.0, {B: (1.0, 1.0)})
     stats.add(2.0, {("ns", "c"): (1.0, 1.0)})
     assert set(stats.slots) == {B, ("ns", "c")}
+
+
+def test_the_pod_poller_stores_them_and_a_taking_over_poller_reloads_them(monkeypatch):
+    import json
+
+    from watcher import podpoller
+    from watcher.podpoller import PodPoller
+    from watcher.podusage import PodFetch
+    from watcher.store import MemoryStore
+
+    class Source:
+        def __init__(self) -> None:
+            self.t = 1000.0
+
+        def fetch(self) -> PodFetch:
+            self.t += 15
+            return PodFetch(time=self.t, usage={A: (self.t % 100, 1e6), B: (7.0, 2e6)})
+
+    store, source = MemoryStore(300), Source()
+    monkeypatch.setattr(podpoller, "PERSIST_EVERY", 0.0)  # the rows at every poll, not each minute
+    first = PodPoller(source, None, store, 3600, 15, 100, node_window=300, half_life=600)
+    for _ in range(5):
+        first.poll()
+    doc = json.loads(store.pods_doc())
+    assert doc["pods"] == ["ns/a", "ns/b"] and doc["samples"] == [5, 5]
+    assert doc["halfLife"] == 600 and doc["lastPoll"]["ok"]
+    assert doc["workloads"] == [None, None]  # no owner reader: statistics all the same
+    second = PodPoller(source, None, store, 3600, 15, 100, node_window=300, half_life=600)
+    second.take_over()
+    assert second.stats.doc(source.t) == first.stats.doc(source.t)
