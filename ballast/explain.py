@@ -139,12 +139,17 @@ def _peak_lines(scores: dict[str, Any]) -> list[str]:
                 continue
             share = 100 * p["peak"] / p["allocatable"] if p["allocatable"] else 0.0
             head = f"{_amount(p['peak'], resource)} of {_amount(p['allocatable'], resource)}"
-            rc, ns = _amount(p["rcLike"], resource), _amount(p["nSigma"], resource)
-            if p["won"] == "rc-like":
-                why = f"RC-like {rc} (N-sigma {ns})"
-            else:
+            terms = {
+                "rc-like": f"RC-like {_amount(p['rcLike'], resource)}",
+                "n-sigma": f"N-sigma {_amount(p['nSigma'], resource)}",
+            }
+            if p.get("nodePeak"):
+                terms["node-peak"] = f"the node's 72 h max {_amount(p['nodePeak'], resource)}"
+            why = terms.get(p["won"], p["won"])
+            if p["won"] == "n-sigma":
                 mean, sigma = _amount(p["mean"], resource), _amount(p["sigma"], resource)
-                why = f"N-sigma {ns}: mean {mean} + {sigma} (RC-like {rc})"
+                why += f": mean {mean} + {sigma}"
+            why += " (" + ", ".join(t for k, t in terms.items() if k != p["won"]) + ")"
             out.append(
                 f"  {row['node']} {resource}: peak {head} ({share:.0f}%) = {why}; "
                 f"the pod adds {_amount(p['podShare'], resource)}"

@@ -49,6 +49,7 @@ METRIC_STATS = {
         "type": {"type": "string"},
         "unit": {"type": "string"},
         **{k: NUMBER for k in ("avg", "std", "min", "max", "p95", "latest", "first", "last")},
+        "peak": {**NUMBER, "description": "the most used over the last 72 hours (peak model)"},
         **{k: NUMBER for k in ("horizon", "expiry", "age")},
         "count": {"type": "integer", "minimum": 0},
         "state": STATE,

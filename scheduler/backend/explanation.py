@@ -305,8 +305,10 @@ def _expand_peak(parts: list[Any]) -> dict[str, Any]:
     mode, measured, estimated, *resources = parts
     out: dict[str, Any] = {"from": mode, "podsMeasured": measured, "podsEstimated": estimated}
     for resource, values in zip((CPU, MEMORY), resources, strict=False):
-        entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=True)}
-        entry["won"] = peak_fit.RC_LIKE if values[1] >= values[2] else peak_fit.N_SIGMA
+        entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=False)}
+        node_peak = values[7] if len(values) > 7 else 0.0
+        terms = [(values[1], peak_fit.RC_LIKE), (values[2], peak_fit.N_SIGMA)]
+        entry["won"] = max([*terms, (node_peak, peak_fit.NODE_PEAK)], key=lambda t: t[0])[1]
         out[resource] = entry
     return out
 

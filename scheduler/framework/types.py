@@ -72,6 +72,7 @@ class MetricStats:
     p95: float | None = None
     horizon: float | None = None  # seconds a sample stays fresh (Ballast's adaptive staleness)
     expiry: float | None = None  # seconds after which a sample is no data at all
+    peak: float | None = None  # the most used over the last 72 hours (the peak model's node term)
 
 
 @dataclass

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from scheduler.backend import explanation
 from scheduler.backend.pods_client import parse_pods
 from scheduler.framework import CycleState
 from scheduler.framework.fields import Fields
@@ -123,7 +124,7 @@ def test_pods_without_history_count_by_the_estimator():
     mode, measured, estimated, cpu, _ = peak_fit.parts_of(state, "n")
     assert (mode, measured, estimated) == (peak_fit.PODS, 1, 2)
     # requests x 0.85 (Koordinator's scaling) for young (340m), unknown (170m) and new (85m)
-    peak, rc, ns, mean, sigma, share, capacity = cpu
+    peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
     assert rc == pytest.approx(700.0 + 340.0 + 170.0 + 85.0)
     assert mean == pytest.approx(500.0 + 340.0 + 170.0 + 85.0)
     assert sigma == pytest.approx(100.0)
@@ -164,7 +165,7 @@ def test_without_pod_statistics_the_node_window_stands_in():
     plugin.score_all(state, make_pod("new", [container("100m")]), [node], snap)
     mode, measured, estimated, cpu, _ = peak_fit.parts_of(state, "n")
     assert mode == peak_fit.NODE
-    peak, rc, ns, mean, sigma, share, capacity = cpu
+    peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
     assert rc == pytest.approx(1400.0 + 100.0 + 85.0)  # p95 70 % of 2 cores, recent, the pod
     assert ns == pytest.approx(800.0 + 100.0 + 85.0 + 2.0 * 200.0)
     assert peak == pytest.approx(rc)
@@ -289,3 +290,32 @@ def test_a_new_document_is_summed_again():
     snap.pod_usage = PodUsage({("ns", "a"): figures(flat(3000.0))})
     busy = plugin.score_all(CycleState(), pod, [node], snap)
     assert busy[0] < calm[0]
+
+
+def test_the_nodes_own_72_hour_max_counts_with_what_it_cannot_have_seen():
+    calm, was_busy = make_node("calm", cpu="4"), make_node("was-busy", cpu="4")
+    for node in (calm, was_busy):
+        node.add_pod(make_pod(f"{node.name}-a", [container("100m")]))
+    was_busy.add_pod(make_pod("young", [container("400m")]))  # no history: 340m estimated
+    snap = snapshot(
+        [calm, was_busy],
+        {
+            "calm": {"cpu": stats(20, 1, peak=25)},
+            "was-busy": {"cpu": stats(20, 1, peak=70)},  # 2800m at its worst in 3 days
+        },
+    )
+    snap.pod_usage = PodUsage(
+        {(("ns", f"{n}-a")): figures(flat(800.0, 10.0, 900.0)) for n in ("calm", "was-busy")}
+    )
+    pod = make_pod("new", [container("100m")])
+    state = CycleState()
+    scores = Plugin().score_all(state, pod, [calm, was_busy], snap)
+    assert scores[0] > scores[1]
+    cpu = peak_fit.parts_of(state, "was-busy")[3]
+    assert cpu[7] == pytest.approx(2800.0 + 340.0 + 85.0)  # the node term, the pod included
+    assert cpu[0] == cpu[7]
+    record = explanation._expand_peak(peak_fit.parts_of(state, "was-busy"))
+    assert record["cpu"]["won"] == peak_fit.NODE_PEAK
+    # turned off, only the pods' own figures count: both nodes alike but for the young pod
+    off = Plugin(Args(node_peak=False)).score_all(CycleState(), pod, [calm, was_busy], snap)
+    assert off[0] - off[1] < scores[0] - scores[1]
