@@ -6,8 +6,9 @@ Two 4-CPU nodes. "steady" runs two replicas at 1200m each, all the time: 60 % of
 "bursty" runs two replicas of one Deployment that idle at 50m and burst together to 1500m for
 3 s of every 15: about 17 % on average, but 75 % at every burst. LoadVariationRiskBalancing
 weighs the mean plus one deviation, half each ((0.17 + 0.29) / 2 against 0.60 / 2), and
-prefers "bursty"; PeakFit predicts "bursty"'s peak (the replicas' deviations add, as their
-bursts coincide) past its capacity and prefers "steady".
+prefers "bursty"; PeakFit, with its defaults, predicts "bursty"'s peak at 77 % with the pod
+(each replica's max summed, 3000m, and the node's own max, 75 %) against "steady"'s 62 %, and
+prefers "steady".
 """
 
 from __future__ import annotations
