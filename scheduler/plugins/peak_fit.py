@@ -188,12 +188,6 @@ class Plugin:
         self._memo: dict[str, tuple[tuple, _NodeSums]] = {}
 
     # -- per pod on a node ----------------------------------------------------------------------
-    def _figures(self, pod: PodInfo, usage_doc: PodUsage) -> PodFigures | None:
-        found = usage_doc.by_pod.get((pod.namespace, pod.name))
-        if found is None or found.samples < self.args.min_samples:
-            return None
-        return found
-
     def _estimate(self, pod: PodInfo, snap: Snapshot) -> tuple[float, float]:
         guess = estimator.estimate(pod, snap.workloads, self.args.estimator)
         return float(guess.cpu_m), float(guess.memory)
@@ -207,25 +201,34 @@ class Plugin:
         if hit is not None and hit[0] == key:
             return hit[1]
         pct = self.args.percentile
-        rows: tuple[list, list] = ([], [])
+        by_pod, min_samples = snap.pod_usage.by_pod, self.args.min_samples
+        mean, rc = [0.0, 0.0], [0.0, 0.0]
+        groups: tuple[dict[str, float], dict[str, float]] = ({}, {})
         measured = estimated = 0
         unmeasured = [0.0, 0.0]
         for pod in node.pods.values():
-            figures = self._figures(pod, snap.pod_usage)
-            if figures is not None:
+            figures = by_pod.get((pod.namespace, pod.name))
+            if figures is not None and figures.samples >= min_samples:
                 measured += 1
-                group = figures.workload or f"pod:{pod.uid}"
-                for r, f in enumerate((figures.cpu, figures.memory)):
-                    rows[r].append((group, f.mean, f.std, f.get(pct)))
+                group = figures.workload or pod.uid
+                for r, f in ((0, figures.cpu), (1, figures.memory)):
+                    mean[r] += f.mean
+                    rc[r] += getattr(f, pct)
+                    if f.std > 0:
+                        groups[r][group] = groups[r].get(group, 0.0) + f.std
             else:
                 estimated += 1
                 for r, e in enumerate(self._estimate(pod, snap)):
-                    rows[r].append(("", e, 0.0, e))
+                    mean[r] += e
+                    rc[r] += e
                     unmeasured[r] += e
-        mode = NODE if node.pods and not measured else PODS
-        found = _NodeSums(
-            mode, (Sums.of(rows[0]), Sums.of(rows[1])), measured, estimated, tuple(unmeasured)
+        sums = tuple(
+            Sums(mean[r], rc[r], groups[r], sum(v * v for v in groups[r].values())) for r in (0, 1)
         )
+        mode = NODE if node.pods and not measured else PODS
+        found = _NodeSums(mode, sums, measured, estimated, tuple(unmeasured))  # type: ignore[arg-type]
+        if len(self._memo) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their sums
+            self._memo = {k: v for k, v in self._memo.items() if k in snap.nodes}
         self._memo[node.name] = (key, found)
         return found
 
@@ -255,7 +258,7 @@ class Plugin:
         guess = estimator.estimate(pod, snap.workloads, self.args.estimator)
         figures = [(float(guess.cpu_m), 0.0, float(guess.cpu_m))]
         figures.append((float(guess.memory), 0.0, float(guess.memory)))
-        return f"pod:{pod.uid}", figures, f"estimate ({guess.source})"
+        return pod.uid, figures, f"estimate ({guess.source})"
 
     # -- all nodes at once ----------------------------------------------------------------------
     def predict_all(
