@@ -1,8 +1,9 @@
 """PeakFit: score a node by its predicted peak with the pod added, against its allocatable;
 optionally refuse a node the peak would take past a limit (docs/peak-model.md).
 
-The predictor is Bashir et al.'s (EuroSys 2021, "Take it to the Limit") max of two, per resource
-(CPU millicores, memory bytes), over the pods on the node plus the new one:
+The predictor is Bashir et al.'s (EuroSys 2021, "Take it to the Limit") max of predictors, with
+the offline peak study's node term (docs/peak-model.md), per resource (CPU millicores, memory
+bytes), over the pods on the node plus the new one:
 - RC-like: the sum over pods of each pod's usage percentile (`percentile`: p90, p95, p99, or
   max, the default: the most it used in the last 24 hours);
 - N-sigma: the sum of the pods' means plus `nSigma` times the standard deviation of their sum,
