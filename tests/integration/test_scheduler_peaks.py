@@ -18,7 +18,7 @@ import time
 
 from kubernetes import client
 
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import create_pods, pod_body, running, wait_bound
 
