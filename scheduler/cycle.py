@@ -48,6 +48,7 @@ from scheduler.framework import (
     resources,
 )
 from scheduler.framework.gpus import NO_GPUS, GpuLoads
+from scheduler.framework.podusage import NO_POD_USAGE, PodUsage
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
 from scheduler.framework.status import failure_message
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
@@ -164,6 +165,8 @@ class Cycle:
         self.workloads: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
         # The watcher's GPU windows (backend/gpus_client.py); none until wired.
         self.gpus: Callable[[], GpuLoads] = lambda: NO_GPUS
+        # The watcher's per-pod statistics (backend/pods_client.py); none until wired.
+        self.pod_usage: Callable[[], PodUsage] = lambda: NO_POD_USAGE
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -198,6 +201,7 @@ class Cycle:
             snap = take_snapshot(self.cache, loads, self.recent, now)
             snap.workloads = self.workloads()
             snap.gpus = self.gpus()
+            snap.pod_usage = self.pod_usage()
             state = CycleState()
             if record is not None:
                 state[FILTER_TALLY] = {}

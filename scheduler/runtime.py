@@ -24,6 +24,7 @@ from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP, DecisionStore
 from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.pods_client import PodsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.backend.recent import RecentlyBound
@@ -81,6 +82,16 @@ class RuntimeOptions:
 
 def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+def _reads(profiles: dict[str, Any], what: str) -> bool:
+    """Whether a plugin of some profile says it reads `what` (`reads_gpus`, `reads_pod_usage`):
+    the watcher's document is then fetched, else never asked for."""
+    return any(
+        getattr(plugin, what, False)
+        for profile in profiles.values()
+        for plugin in [*profile.filters, *(p for p, _ in profile.scores)]
+    )
 
 
 class _Feed:
@@ -159,13 +170,8 @@ class Runtime:
         )
         self.cycle.workloads = self.profiles_client.profiles
         # Each GPU's window (plugins/gpu_load.py), fetched only when a profile reads them.
-        reads_gpus = any(
-            getattr(plugin, "reads_gpus", False)
-            for profile in profiles.values()
-            for plugin in [*profile.filters, *(p for p, _ in profile.scores)]
-        )
         self.gpus_client = GpusClient(
-            cfg.watcher_address if reads_gpus else None,
+            cfg.watcher_address if _reads(profiles, "reads_gpus") else None,
             interval=opts.watcher_interval,
             timeout=opts.watcher_timeout,
             # A 404 is most often a watcher that has not polled GPUs yet: ask again soon.
@@ -173,6 +179,19 @@ class Runtime:
             headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
         )
         self.cycle.gpus = self.gpus_client.gpus
+        # Each pod's usage statistics (plugins/peak_fit.py), fetched only when a profile reads
+        # them; older than 10 minutes they describe pods the cluster may no longer run. Every
+        # 6 node fetches (30 s by default): they move slowly, and each new document makes
+        # PeakFit sum every node's pods again (about 5 us a pod, docs/peak-model.md).
+        self.pods_client = PodsClient(
+            cfg.watcher_address if _reads(profiles, "reads_pod_usage") else None,
+            interval=6 * opts.watcher_interval,
+            timeout=opts.watcher_timeout,
+            idle=max(1.0, 2 * opts.watcher_interval),
+            headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
+            max_age=600.0,
+        )
+        self.cycle.pod_usage = self.pods_client.pod_usage
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
         self.events.defer_to(lambda: self.queue.has_active() or not binder_idle.is_set())
@@ -241,6 +260,7 @@ class Runtime:
         self.metrics.start()
         self.profiles_client.start()
         self.gpus_client.start()
+        self.pods_client.start()
         if self.elector is not None:
             self.elector.start()
             if self.leader_label is not None:
@@ -290,6 +310,7 @@ class Runtime:
         self.metrics.stop()
         self.profiles_client.stop()
         self.gpus_client.stop()
+        self.pods_client.stop()
         self.cache.stop(timeout=left())
         self.events.stop(timeout=left())
         if self.server is not None:

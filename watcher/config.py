@@ -137,6 +137,7 @@ class Config:
     pod_memory_query: str = defaults.POD_MEMORY_QUERY
     profile_window: float = defaults.PROFILE_WINDOW
     max_profiles: int = defaults.MAX_PROFILES
+    pod_history_half_life: float = defaults.POD_HISTORY_HALF_LIFE
     # GPUs from dcgm-exporter (watcher/gpus.py); Prometheus provider only.
     gpu_metrics: bool = defaults.GPU_METRICS
     gpu_node_label: str = defaults.GPU_NODE_LABEL
@@ -238,6 +239,7 @@ class Config:
             "provider_timeout",
             "profile_window",
             "max_profiles",
+            "pod_history_half_life",
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

@@ -101,7 +101,14 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
             api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
         )
     return PodPoller(
-        source, owners, store, config.profile_window, config.poll_interval, config.max_profiles
+        source,
+        owners,
+        store,
+        config.profile_window,
+        config.poll_interval,
+        config.max_profiles,
+        node_window=config.window,
+        half_life=config.pod_history_half_life,
     )
 
 

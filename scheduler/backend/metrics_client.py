@@ -51,6 +51,7 @@ class _Metric:
     std: float | None
     latest: float | None
     p95: float | None
+    peak: float | None
     last_sample: float  # local clock
     horizon: float | None
     expiry: float
@@ -108,6 +109,7 @@ def parse_ballast(doc: Any, fetched_at: float) -> dict[str, dict[str, _Metric]]:
                 std=_num(m.get("std"), f"{w}.std"),
                 latest=_num(m.get("latest"), f"{w}.latest"),
                 p95=_num(m.get("p95"), f"{w}.p95"),
+                peak=_num(m.get("peak"), f"{w}.peak"),
                 last_sample=fetched_at - age,
                 horizon=_num(m.get("horizon"), f"{w}.horizon"),
                 expiry=expiry,
@@ -146,7 +148,15 @@ def parse_envelope(
             entry = parsed.get(key)
             if entry is None:
                 entry = parsed[key] = _Metric(
-                    None, None, None, None, fetched_at - age, horizon, max(expiry, horizon), FRESH
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    fetched_at - age,
+                    horizon,
+                    max(expiry, horizon),
+                    FRESH,
                 )
             if m.operator == wire.AVG:
                 entry.avg = m.value
@@ -181,6 +191,7 @@ def current_loads(
                 age=age,
                 last_sample=m.last_sample,
                 p95=m.p95,
+                peak=m.peak,
                 horizon=m.horizon,
                 expiry=m.expiry,
             )
