@@ -10,13 +10,19 @@ call must end before the renew deadline, with a margin of one retry period; a Le
 another's hands ends the round at once and the process exits (as the scheduler does), so its
 restart comes back as a standby with fresh state.
 
-A refused eviction never blocks a node: a workload whose budget is at its limit (its status in
-the cache says so) is passed over, and one whose budget refused with 429 is not tried again (its
-budget not asked again) for the node's rest period; the round re-plans the node without it and
-goes on to its next candidate, within the round's limits.
+No failed eviction blocks a node: a workload whose budget is at its limit (its status in the
+cache says so) is passed over; any eviction that fails sets its pod aside (its whole workload
+when the refusal is the workload's: a budget's 429, a webhook's or policy's 403/422) for the
+node's rest period, gives back its token of the rate, and the round re-plans the node without
+it and goes on to its next candidate, within the round's limits. A call with no answer (a
+timeout, a broken connection) is checked: the pod's uid gone or terminating counts as evicted.
 
-A dry run holds the write only: the node rests, its streak resets, the rate and the round's
-limits are spent as a live eviction would spend them, so it reports the moves a live run would
+An eviction is made only once its intent is on record (the node's `RebalancerEvicting` Event):
+when that Event cannot be written the eviction is not made, and the round ends.
+
+A dry run sends each Eviction with `dryRun=All` (budgets and admission answer, nothing is
+evicted) and then changes the state as the eviction would have: the node rests, its streak
+resets, the rate and the round's limits are spent, so it reports the moves a live run would
 make. The kill switch holds moves without any of that, so that released it acts at once.
 
 A new leader first reads back which nodes are resting from the Events any leader wrote, and
@@ -76,14 +82,23 @@ STOP_GRACE = 3.0
 DRY_RUN, KILL_SWITCH, RATE_LIMIT = "dry-run", "kill-switch", "rate-limit"
 NO_HISTORY = "leader-history-unreadable"
 NOT_LEADING = "leadership-not-confirmed"
+NOT_RECORDED = "intent-not-recorded"
 # A 429 that is the API server throttling: tried again after its retryAfterSeconds (else this
 # backoff, doubling), each attempt behind a fresh leadership confirmation.
 THROTTLE_ATTEMPTS = 3
 THROTTLE_BACKOFF_S = 0.5
 THROTTLE_MAX_S = 5.0
-REPLANS = 10  # a node re-planned at most this often in a round (each refusal drops a workload)
+REPLANS = 10  # a node re-planned at most this often in a round (each failure sets a pod aside)
 # Held or carried out: what the round's limits and the node's rest count.
 ACTED = (evictions.EVICTED, WOULD_EVICT)
+# Results after which the round goes on without re-planning the node: nothing was refused.
+NOT_TRIED = (DRY_RUN, KILL_SWITCH, RATE_LIMIT)
+# Refusals about the workload, not the one pod: its other replicas are set aside with it.
+WORKLOAD_REFUSALS = (evictions.PDB, evictions.REFUSED)
+# The API server drops Events an hour after their last write (kube-apiserver --event-ttl): a
+# rest on record must end before its Event does, or a new leader would not see it.
+EVENT_TTL_S = 3600.0
+MAX_REST_S = EVENT_TTL_S - 300.0
 
 
 @dataclass
@@ -148,7 +163,7 @@ class Rebalancer:
         self.in_flight = limits.InFlight()
         self.bucket = limits.TokenBucket(s.evictions_per_minute, s.max_per_round)
         self.cooldowns = limits.Cooldowns()
-        self.refusals = limits.Refusals()
+        self.aside = limits.SetAside()
         self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
         self.streaks = HotStreaks()
         # GPU-hot nodes (gpuhot.py), only when the judging profile uses GpuLoad: their own
@@ -162,7 +177,17 @@ class Rebalancer:
             idle=max(1.0, 2 * opts.watcher_interval),
             headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
         )
-        self.judge = Judge(self.profile, s, self.estimator, self._busy, self.gpu_names or ())
+        # Each judged scheduler's pods by its own profile, with the cycle's sampling at scale.
+        self.judge = Judge(
+            self.profile,
+            s,
+            self.estimator,
+            self._busy,
+            self.gpu_names or (),
+            self._set_aside,
+            {name: profiles[name] for name in s.schedulers if name in profiles},
+            sched.percentage_of_nodes_to_score,
+        )
         self.telemetry = Telemetry()
         self.decisions = DecisionLog()
         le = sched.leader_election
@@ -341,7 +366,7 @@ class Rebalancer:
         if not self._restore_history():
             self._skip("", "", NO_HISTORY)
             return summary
-        self.refusals.prune(now)
+        self.aside.prune(now)
         confirmed = [n for n in confirmed if not self.cooldowns.active(n, now)]
         spent = limits.RoundBudget(s)
         logged: set[tuple[str, str, str]] = set()
@@ -396,7 +421,7 @@ class Rebalancer:
         logged: set[tuple[str, str, str]],
     ) -> list[str]:
         """The plan's skips logged (once a round each) and its moves made; the nodes whose
-        move a disruption budget refused."""
+        move failed, to be planned again without the pod set aside."""
         for skip in plan.skips:
             if (skip.node, skip.pod, skip.reason) not in logged:
                 logged.add((skip.node, skip.pod, skip.reason))
@@ -405,6 +430,8 @@ class Rebalancer:
         for move in plan.moves:
             if self.lost_lease.is_set():
                 return []
+            if move.source in again:
+                continue  # planned with the failed move's relief: the node is planned again
             refused = spent.refusal(move.source, move.pod.namespace, move.workload)
             if refused:
                 self._skip(move.source, move.pod.key, refused)
@@ -412,18 +439,21 @@ class Rebalancer:
             result = self._act(move, view, now, summary)
             if result in ACTED:
                 spent.spend(move.source, move.pod.namespace, move.workload)
-            elif result == evictions.PDB:
-                again.append(move.source)
-            elif result == NOT_LEADING:
+            elif result in (NOT_LEADING, NOT_RECORDED):
                 return []
+            elif result not in NOT_TRIED and move.source not in again:
+                again.append(move.source)  # set aside: the node's next move, this round
         return again
+
+    def _set_aside(self, pod: PodInfo) -> str:
+        """Why the judge must pass this pod over: its eviction failed in this rest period."""
+        return self.aside.why(pod.uid, time.time())
 
     def _busy(self, workload: Workload) -> bool:
         """Whether the judge must pass the workload over, the reason kept for its skip."""
         index = self.cache.index
         why = ""
-        if self.refusals.active(workload, time.time()):
-            why = evictions.PDB  # refused in this rest period: its budget is not asked again
+        why = self.aside.why(workload.key, time.time())  # refused in this rest period
         why = why or workload_ineligible(workload, index, self.settings)
         if not why and limits.budget_at_limit(workload, index):
             why = evictions.PDB
@@ -435,9 +465,10 @@ class Rebalancer:
 
     def _rest(self, view: Classification, node: str) -> float:
         """Seconds a node rests after losing a pod: until the watcher's window holds no sample
-        from before the eviction."""
+        from before the eviction, and never past the Event TTL (the rest's record)."""
         s = self.settings
-        return (s.cooldown or view.window.get(node) or DEFAULT_WINDOW_S) + self.options.provider_lag
+        window = s.cooldown or view.window.get(node) or DEFAULT_WINDOW_S
+        return min(MAX_REST_S, window + self.options.provider_lag)
 
     def _restore_history(self) -> bool:
         """Once per leadership term: the resting nodes a previous leader left."""
@@ -471,14 +502,21 @@ class Rebalancer:
             return RATE_LIMIT
         rest = self._rest(view, move.source)
         if not held:
-            self.writer.intend(pod, move.source, move.note(), now + rest)
-            outcome = self._evict(pod)
-            if outcome.result == evictions.PDB:
-                # Not asked again this rest period; the node's next candidate is tried now.
-                self.refusals.add(move.workload, now + rest)
-            if outcome.result != evictions.EVICTED:
-                self._skip(move.source, pod.key, outcome.result, outcome.detail)
-                return outcome.result
+            unrecorded = self.writer.intend(pod, move.source, move.note(), now + rest)
+            if unrecorded:
+                # Without the record a successor would not know the node rests: no eviction.
+                self.bucket.give_back()
+                self._skip(move.source, pod.key, NOT_RECORDED, unrecorded)
+                return NOT_RECORDED
+        outcome = self._evict(pod, dry_run=bool(held))
+        if outcome.result != evictions.EVICTED:
+            self.bucket.give_back()  # nothing evicted: the rate is for evictions
+            if outcome.result != NOT_LEADING:
+                # Not tried again this rest period; the node's next candidate is tried now.
+                key = move.workload.key if outcome.result in WORKLOAD_REFUSALS else pod.uid
+                self.aside.add(key, now + rest, outcome.result)
+            self._skip(move.source, pod.key, outcome.result, outcome.detail)
+            return outcome.result
         # From here a held move changes the state as the eviction would have.
         self.cooldowns.start(move.source, now, rest)
         self.streaks.reset(move.source)
@@ -500,16 +538,27 @@ class Rebalancer:
         log.info("evicted %s: %s", pod.key, note)
         return evictions.EVICTED
 
-    def _evict(self, pod: PodInfo) -> evictions.Outcome:
+    def _evict(self, pod: PodInfo, dry_run: bool = False) -> evictions.Outcome:
         """The Eviction call, each attempt behind a fresh leadership confirmation; throttling
-        (a 429 no budget gave) is tried again after a pause."""
+        (a 429 no budget gave) is tried again after a pause; a call with no answer is EVICTED
+        when the pod's uid is gone or terminating after it."""
+        outcome = self._call(pod, dry_run)
+        if outcome.result != evictions.NO_ANSWER or dry_run:
+            return outcome
+        state = self.writer.pod_state(pod)
+        if state in (evictions.POD_GONE, evictions.POD_TERMINATING):
+            log.info("eviction of %s had no answer (%s) but took place", pod.key, outcome.detail)
+            return evictions.Outcome(evictions.EVICTED, f"{outcome.detail}; pod {state}")
+        return evictions.Outcome(evictions.NO_ANSWER, f"{outcome.detail}; pod {state}")
+
+    def _call(self, pod: PodInfo, dry_run: bool) -> evictions.Outcome:
         delay = THROTTLE_BACKOFF_S
         outcome = evictions.Outcome(NOT_LEADING)
         for attempt in range(THROTTLE_ATTEMPTS):
             within = self._confirm()
             if within <= 0.0:
                 return evictions.Outcome(NOT_LEADING, "the Lease could not be renewed with margin")
-            outcome = self.writer.evict(pod, within)
+            outcome = self.writer.evict(pod, within, dry_run)
             if outcome.result != evictions.THROTTLED or attempt == THROTTLE_ATTEMPTS - 1:
                 break
             pause = min(THROTTLE_MAX_S, outcome.retry_after or delay)

@@ -33,6 +33,7 @@ from scheduler.framework.workloads import (
 from scheduler.rebalancer import settings, victims
 from scheduler.rebalancer.classify import Classification, classify
 from scheduler.rebalancer.judge import (
+    ELSEWHERE,
     GOES_BACK,
     NO_TARGET,
     Judge,
@@ -197,30 +198,50 @@ def preferring(weights: dict[str, int]) -> PodInfo:
 
 
 @pytest.mark.parametrize(
-    ("weight", "reason", "detail"),
+    ("weight", "warm", "target", "reason", "detail"),
     [
-        (20, "", ""),
-        (45, GOES_BACK, "hot scores 91, cold 91: not more than 20 points apart"),
+        (20, 65, "warm", "", ""),
+        (45, 65, "warm", "", ""),
+        (20, 78, "", ELSEWHERE, "warm (normal; with the pod over high or not known) scores"),
+        (100, 65, "", GOES_BACK, "hot scores 201, warm 221: not more than 20 points apart"),
     ],
 )
-def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail):
-    # The replacement prefers the warm node (100, not a target: not cold) and the hot node
-    # (`weight`). Scored with every feasible node, as the cycle scores them, NodeAffinity's
-    # normalisation gives the hot node weight/100 of its points: at 20 it trails the cold
-    # target (41 < 91); scored with the target alone it would lead (201 > 91) and the move would
-    # be refused. At 45 it ties the target (91): the scheduler could pick either, the pod stays.
+def test_the_replacement_goes_where_the_scheduler_puts_it(weight, warm, target, reason, detail):
+    # The replacement prefers the warm node (100, not a cold target) and the hot node
+    # (`weight`). Scored with every feasible node, as the cycle scores them, the warm node is
+    # the scheduler's pick, not the cold target: the relief is booked there while it stays
+    # under high with the pod (at 65 %, +3.75 %); at 78 % the pod would make it hot, so the pod
+    # stays. At weight 100 the hot node ties the warm one: it could come back.
     nodes = [
         node_doc(n, labels={"tier": t}) for n, t in (("hot", "s"), ("cold", "t"), ("warm", "x"))
     ]
     pod = preferring({"s": weight, "x": 100})
-    loads = {"hot": cpu_load(95), "cold": cpu_load(30), "warm": cpu_load(65)}
+    loads = {"hot": cpu_load(95), "cold": cpu_load(30), "warm": cpu_load(warm)}
     snap = snapshot_of(nodes, [(pod, "hot")], loads)
     plan = judge().plan(view_of(snap), ["hot"], snap)
     if reason:
         assert plan.moves == []
-        assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
+        assert [s.reason for s in plan.skips] == [reason]
+        assert plan.skips[0].detail.startswith(detail)
     else:
-        assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+        assert [(m.target, m.target_after) for m in plan.moves] == [(target, {"cpu": warm + 3.75})]
+        assert plan.skips == []
+
+
+def test_a_third_node_that_outscores_the_target_gets_the_replacement():
+    # spread_cluster with a fourth node holding no replica at 55 % (normal, not a target):
+    # spreading gives it all its points and it outscores the cold node (225 to 223). The
+    # scheduler puts the replacement there, so the relief and the pod's use are booked there.
+    extra = node_doc("third")
+    snap = spread_cluster(20)
+    snap = snapshot_of(
+        [*snap.nodes.values(), extra],
+        [(p, n.name) for n in snap.nodes.values() for p in n.pods.values()],
+        {**snap.loads, "third": cpu_load(55)},
+    )
+    snap.now = 120.0
+    plan = judge(score_margin=0).plan(view_of(snap), ["hot"], snap)
+    assert [(m.target, m.target_usage) for m in plan.moves] == [("third", {"cpu": 55})]
 
 
 def spreading(i: int, cpu: str = "200m") -> PodInfo:

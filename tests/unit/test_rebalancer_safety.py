@@ -18,7 +18,12 @@ from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits, settings, victims
-from scheduler.rebalancer.runtime import NOT_LEADING, Rebalancer
+from scheduler.rebalancer.runtime import (
+    NOT_LEADING,
+    THROTTLE_BACKOFF_S,
+    THROTTLE_MAX_S,
+    Rebalancer,
+)
 from tests.unit.test_rebalancer import pod
 
 PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
@@ -153,13 +158,21 @@ def test_a_budget_at_its_limit_is_read_from_the_cache():
     assert limits.budget_at_limit(w, index) == "all"
 
 
-def test_refusals_last_their_rest_period_and_in_flight_its_hold():
-    r = limits.Refusals()
+def test_set_asides_last_their_rest_period_and_in_flight_its_hold():
+    r = limits.SetAside()
     w = victims.Workload("ReplicaSet", "app", "db")
-    r.add(w, 100.0)
-    assert r.active(w, 99.0) and not r.active(w, 100.0)
+    r.add(w.key, 100.0, evictions.PDB)
+    r.add("uid-1", 50.0, evictions.FAILED)
+    r.add("uid-1", 40.0, evictions.NO_ANSWER)  # an earlier end never shortens a set-aside
+    assert r.why(w.key, 99.0) == evictions.PDB and r.why(w.key, 100.0) == ""
+    assert r.why("uid-1", 45.0) == evictions.FAILED
     r.prune(101.0)
     assert r.until == {}
+
+    bucket = limits.TokenBucket(60.0, 1, clock=lambda: 0.0)
+    assert bucket.take() and not bucket.take()
+    bucket.give_back()  # a refused request: its token is not spent
+    assert bucket.take()
 
     now = [0.0]
     index = snapshot_of([]).cluster
@@ -249,7 +262,7 @@ class Writer:
         self.outcomes = list(outcomes)
         self.within: list[float] = []
 
-    def evict(self, pod: Any, within: float) -> evictions.Outcome:
+    def evict(self, pod: Any, within: float, dry_run: bool = False) -> evictions.Outcome:
         self.within.append(within)
         return self.outcomes.pop(0)
 
@@ -262,14 +275,36 @@ def offline_rebalancer() -> Rebalancer:
     return Rebalancer(cfg, api, build_profiles(cfg.scheduler))
 
 
-def test_throttling_is_tried_again_and_a_budget_is_not():
+class Pauses:
+    """The rebalancer's stop event, recording each pause it is asked to wait."""
+
+    def __init__(self) -> None:
+        self.waited: list[float] = []
+
+    def wait(self, seconds: float) -> bool:
+        self.waited.append(seconds)
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+
+def test_throttling_is_tried_again_after_its_retry_after_and_a_budget_is_not(monkeypatch):
     r = offline_rebalancer()
-    slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=0.01)
-    r.writer = Writer(slow, slow, evictions.Outcome(evictions.EVICTED))
+    pauses = Pauses()
+    monkeypatch.setattr(r._life, "stopping", pauses)
+    slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=2.0)
+    bare = evictions.Outcome(evictions.THROTTLED, "slow down")  # no retryAfterSeconds
+    r.writer = Writer(slow, bare, evictions.Outcome(evictions.EVICTED))
     assert r._evict(pod("web")).result == evictions.EVICTED
     assert len(r.writer.within) == 3
-    r.writer = Writer(slow, slow, slow, evictions.Outcome(evictions.EVICTED))
+    # The server's retryAfterSeconds first, then the backoff (0.5 s doubled once).
+    assert pauses.waited == [2.0, 2 * THROTTLE_BACKOFF_S]
+    pauses.waited.clear()
+    huge = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=60.0)
+    r.writer = Writer(huge, huge, huge, evictions.Outcome(evictions.EVICTED))
     assert r._evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
+    assert pauses.waited == [THROTTLE_MAX_S, THROTTLE_MAX_S]  # never longer than the cap
     r.writer = Writer(
         evictions.Outcome(evictions.PDB, "budget"), evictions.Outcome(evictions.EVICTED)
     )
