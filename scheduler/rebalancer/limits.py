@@ -32,6 +32,7 @@ from scheduler.rebalancer.victims import Workload, controller_object
 PER_NODE, PER_NAMESPACE, PER_ROUND = "node-limit", "namespace-limit", "round-limit"
 PER_WORKLOAD = "workload-limit"
 WORKLOAD_UNAVAILABLE = "workload-unavailable"
+SET_ASIDE = "set-aside"  # its eviction failed within the node's rest period
 _STATUS_KINDS = {"ReplicaSet": REPLICA_SETS, "StatefulSet": STATEFUL_SETS}
 # An eviction of ours stays "on its way" at most this long; then only the controller's status
 # decides (a replacement that never turns ready keeps the workload busy through that status).

@@ -447,13 +447,14 @@ class Rebalancer:
 
     def _set_aside(self, pod: PodInfo) -> str:
         """Why the judge must pass this pod over: its eviction failed in this rest period."""
-        return self.aside.why(pod.uid, time.time())
+        return limits.SET_ASIDE if self.aside.why(pod.uid, time.time()) else ""
 
     def _busy(self, workload: Workload) -> bool:
         """Whether the judge must pass the workload over, the reason kept for its skip."""
         index = self.cache.index
         why = ""
-        why = self.aside.why(workload.key, time.time())  # refused in this rest period
+        # Refused in this rest period: not asked again (the failure itself was logged once).
+        why = limits.SET_ASIDE if self.aside.why(workload.key, time.time()) else ""
         why = why or workload_ineligible(workload, index, self.settings)
         if not why and limits.budget_at_limit(workload, index):
             why = evictions.PDB
