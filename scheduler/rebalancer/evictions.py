@@ -58,6 +58,7 @@ class Outcome:
     result: str  # EVICTED, PDB, THROTTLED, GONE, REFUSED, NO_ANSWER or FAILED
     detail: str = ""
     retry_after: float = 0.0  # THROTTLED: the server's retryAfterSeconds, 0 when it named none
+    maybe: bool = False  # NO_ANSWER: the pod's state unknown after it, it may have been evicted
 
 
 def refusal(body: bytes) -> Outcome:
@@ -151,21 +152,23 @@ class Writer:
 
     def pod_state(self, pod: PodInfo) -> str:
         """After an Eviction call with no answer: POD_GONE (deleted, or another pod under its
-        name), POD_TERMINATING, POD_THERE, or POD_UNKNOWN when the server cannot tell."""
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        name), POD_TERMINATING, POD_THERE, or POD_UNKNOWN when the server cannot tell. A list
+        by name, not a get: the rebalancer's role may list pods and nothing more."""
+        query = urllib.parse.urlencode({"fieldSelector": f"metadata.name={pod.name}"})
+        path = f"/api/v1/namespaces/{pod.namespace}/pods?{query}"
         try:
             answer = kubeapi.request(self.api, "GET", path, None, REQUEST_TIMEOUT)
         except Exception:  # noqa: BLE001 - unknown: the caller keeps the cautious side
             return POD_UNKNOWN
-        if answer.status == 404:
-            return POD_GONE
         if not answer.ok:
             return POD_UNKNOWN
         try:
-            meta = json.loads(answer.body).get("metadata") or {}
+            items = json.loads(answer.body).get("items") or []
         except (ValueError, AttributeError):
             return POD_UNKNOWN
-        if meta.get("uid") != pod.uid:
+        metas = [item.get("metadata") or {} for item in items if isinstance(item, dict)]
+        meta = next((m for m in metas if m.get("uid") == pod.uid), None)
+        if meta is None:
             return POD_GONE
         return POD_TERMINATING if meta.get("deletionTimestamp") else POD_THERE
 

@@ -142,12 +142,7 @@ class Judge:
         self.estimator = estimator
         # What a victim takes off its node is what it uses now: its profile without the floor
         # that guards a new replica's prediction (an idle victim relieves nothing).
-        self.leaving = victims.Estimator(
-            estimator.default_cpu_m,
-            estimator.multiplier,
-            replace(estimator.args, profile_floor=0.0),
-            estimator.profiles,
-        )
+        self.leaving = estimator.with_args(replace(estimator.args, profile_floor=0.0))
         self.busy = busy
         self.aside = aside  # why a pod whose eviction failed lately is passed over; "" if not
         self.gpu_names = gpu_names  # GpuLoad's resourceNames: the pods a GPU-hot node may lose

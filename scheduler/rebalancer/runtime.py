@@ -49,6 +49,7 @@ from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, PodInfo, Snapshot
+from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
@@ -142,7 +143,8 @@ class Rebalancer:
         self.identity = opts.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.profile = profiles[s.profile]
         sched = cfg.scheduler
-        self.cache = ClusterCache(api, (), _Quiet())
+        # Deployments too: their opt-out annotation, up the owner chain, without a GET per pod.
+        self.cache = ClusterCache(api, (), _Quiet(), more_kinds=(DEPLOYMENTS,))
         self.metrics = MetricsClient(
             sched.watcher_address,
             interval=opts.watcher_interval,
@@ -510,6 +512,10 @@ class Rebalancer:
                 self._skip(move.source, pod.key, NOT_RECORDED, unrecorded)
                 return NOT_RECORDED
         outcome = self._evict(pod, dry_run=bool(held))
+        if outcome.maybe:
+            # No answer, and the server could not say whether the pod went: the node rests (a
+            # second pod must not leave it if the first did), the pod is set aside.
+            self.cooldowns.start(move.source, now, rest)
         if outcome.result != evictions.EVICTED:
             self.bucket.give_back()  # nothing evicted: the rate is for evictions
             if outcome.result != NOT_LEADING:
@@ -550,7 +556,8 @@ class Rebalancer:
         if state in (evictions.POD_GONE, evictions.POD_TERMINATING):
             log.info("eviction of %s had no answer (%s) but took place", pod.key, outcome.detail)
             return evictions.Outcome(evictions.EVICTED, f"{outcome.detail}; pod {state}")
-        return evictions.Outcome(evictions.NO_ANSWER, f"{outcome.detail}; pod {state}")
+        detail = f"{outcome.detail}; pod {state}"
+        return evictions.Outcome(evictions.NO_ANSWER, detail, maybe=state == evictions.POD_UNKNOWN)
 
     def _call(self, pod: PodInfo, dry_run: bool) -> evictions.Outcome:
         delay = THROTTLE_BACKOFF_S

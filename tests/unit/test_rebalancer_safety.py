@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from scheduler.config.profiles import build_profiles
-from scheduler.framework.clusterindex import NAMESPACES, PDBS, REPLICA_SETS
+from scheduler.framework.clusterindex import DEPLOYMENTS, NAMESPACES, PDBS, REPLICA_SETS
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
@@ -108,9 +108,10 @@ def test_workload_rules_from_the_cache():
     index.put(REPLICA_SETS, "app/web", replica_set("web", 2))
     assert victims.workload_ineligible(w, index, s) == ""
     assert victims.workload_ineligible(w, index, parse({"minReplicas": 3})) == victims.FEW_REPLICAS
+    # A Job's pods are allowed by evictJobs alone, whatever minReplicas says.
     job = victims.Workload("Job", "app", "once")
     assert victims.workload_ineligible(job, index, parse({"minReplicas": 1})) == ""
-    assert victims.workload_ineligible(job, index, s) == victims.FEW_REPLICAS
+    assert victims.workload_ineligible(job, index, s) == ""
     # The template's opt-out annotation.
     index.put(
         REPLICA_SETS,
@@ -327,3 +328,90 @@ def test_no_eviction_call_without_a_confirmed_lease():
     r.elector = Elector()
     assert r._evict(pod("web")).result == NOT_LEADING
     assert r.writer.within == [] and Elector.margins == [2.0]
+
+
+# --- the operator's own markers, QoS and the estimator's settings ---------------------------
+def test_safe_to_evict_false_keeps_a_pod_where_it_is():
+    s = parse({})
+    kept = pod("kept")
+    kept.raw["metadata"]["annotations"] = {victims.SAFE_TO_EVICT_ANNOTATION: "false"}
+    assert victims.ineligible(kept, s) == victims.NOT_SAFE
+    free = pod("free")
+    free.raw["metadata"]["annotations"] = {victims.SAFE_TO_EVICT_ANNOTATION: "true"}
+    assert victims.ineligible(free, s) == ""
+
+
+def test_qos_is_the_status_else_computed_from_parsed_quantities():
+    # Requests "1" and limits "1000m" are equal: Guaranteed, not Burstable.
+    same = {"cpu": "1000m", "memory": "1Gi"}
+    g = pod("g", cpu="1", limits_=same)
+    g.raw["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1073741824"
+    assert victims.qos_class(g) == "Guaranteed"
+    assert victims.qos_class(pod("b", cpu="500m", limits_=same)) == "Burstable"
+    assert victims.qos_class(pod("e", cpu="")) == "BestEffort"
+    # The status says what the kubelet decided; it wins over the spec.
+    told = pod("told", cpu="500m", limits_=same)
+    told.raw["status"]["qosClass"] = "Guaranteed"
+    assert victims.qos_class(told) == "Guaranteed"
+
+
+def deployment_obj(name: str, annotations: dict | None = None, template: dict | None = None):
+    return {
+        "metadata": {"name": name, "namespace": "app", "annotations": annotations or {}},
+        "spec": {"replicas": 3, "template": {"metadata": {"annotations": template or {}}}},
+    }
+
+
+def test_the_opt_out_is_read_up_the_owner_chain_from_the_cache():
+    index = snapshot_of([]).cluster
+    s = parse({})
+    w = victims.Workload("ReplicaSet", "app", "web-5d8")
+    rs = replica_set("web-5d8", 3)
+    rs["metadata"]["ownerReferences"] = [{"kind": "Deployment", "name": "web", "controller": True}]
+    index.put(REPLICA_SETS, "app/web-5d8", rs)
+    assert victims.workload_ineligible(w, index, s) == ""
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web"))
+    assert victims.workload_ineligible(w, index, s) == ""
+    out = {victims.OPT_OUT_ANNOTATION: "false"}
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web", annotations=out))
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on the Deployment
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web", template=out))
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on its template
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web"))
+    rs["metadata"]["annotations"] = out
+    index.put(REPLICA_SETS, "app/web-5d8", rs)
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on the ReplicaSet
+
+
+def test_job_pods_move_with_evict_jobs_alone():
+    job_pod = pod("once-x", owner="Job")
+    assert victims.ineligible(job_pod, parse({})) == victims.JOBS
+    assert victims.ineligible(job_pod, parse({"evictJobs": True})) == ""
+    index = snapshot_of([]).cluster
+    job = victims.Workload("Job", "app", "once")
+    assert victims.workload_ineligible(job, index, parse({"evictJobs": True})) == ""
+
+
+def test_the_estimator_takes_the_judging_profile_s_load_plugin():
+    def profile(plugins: list[str], args: dict | None = None):
+        doc = {
+            "schedulerName": "ballast",
+            "plugins": {"score": {"enabled": [{"name": p, "weight": 1} for p in plugins]}},
+            "pluginConfig": [{"name": n, "args": a} for n, a in (args or {}).items()],
+        }
+        disabled = [
+            p for p in ("TargetLoadPacking", "LoadVariationRiskBalancing") if p not in plugins
+        ]
+        doc["plugins"]["score"]["disabled"] = [{"name": p} for p in disabled]
+        cfg = settings.parse({"profiles": [doc]})
+        return build_profiles(cfg.scheduler)["ballast"]
+
+    burstable = pod("web", cpu="400m")  # no limit
+    # LoadVariationRiskBalancing alone (the chart's profile): the pod's request, no multiplier.
+    lvrb = victims.Estimator.for_profile(profile(["LoadVariationRiskBalancing"]))
+    assert lvrb.use(burstable, "cpu") == 400
+    # TargetLoadPacking's rule with its own args: request x its multiplier.
+    tlp = victims.Estimator.for_profile(
+        profile(["TargetLoadPacking"], {"TargetLoadPacking": {"defaultRequestsMultiplier": "2"}})
+    )
+    assert tlp.use(burstable, "cpu") == 800
