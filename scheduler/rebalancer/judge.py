@@ -40,13 +40,14 @@ from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
 from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.snapshot import TrialEdit
-from scheduler.rebalancer import gpuhot, limits, victims
+from scheduler.rebalancer import gpuhot, limits, selection, victims
 from scheduler.rebalancer.classify import COLD, HOT, NORMAL, Classification
 from scheduler.rebalancer.landing import possible_winners
 from scheduler.rebalancer.settings import RebalancerSettings
 
 NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "relieved"
 ELSEWHERE = "scheduler-would-place-elsewhere"
+TOO_LITTLE, NOT_CHOSEN = "too-little-relief", "not-chosen"
 
 # The scheduler's RecentlyBound defaults (its --provider-lag and recent max age): a bound pod
 # counts on its node until the node's newest sample is this much later than the bind.
@@ -254,9 +255,8 @@ class Judge:
         if not ordered:
             out.skips.append(Skip(node.name, "", NO_TARGET, "no pod may be moved"))
         gpu_moves = 0
+        passed: list[tuple[PodInfo, victims.Workload]] = []
         for pod in ordered:
-            if gpu_moves if gpu else not self._over(usage[node.name], view):
-                break
             workload = victims.workload_of(pod)
             assert workload is not None  # eligible pods have a controller
             refused = budget.refusal(node.name, pod.namespace, workload)
@@ -276,6 +276,14 @@ class Judge:
             if self.busy(workload):
                 out.skips.append(Skip(node.name, pod.key, limits.WORKLOAD_UNAVAILABLE))
                 continue
+            passed.append((pod, workload))
+        if not gpu:
+            passed = self._choose(node, passed, view, snap, usage, budget, out)
+        for pod, workload in passed:
+            if gpu_moves if gpu else not self._over(usage[node.name], view):
+                break
+            if budget.refusal(node.name, pod.namespace, workload):
+                break  # the chosen set was sized to the limits; a workload twice is not
             replacement = replacement_of(pod)
             target, detail = self._target(pod, replacement, node, view, snap, usage, out.moves)
             if target is None:
@@ -318,6 +326,55 @@ class Judge:
             if move.source == node.name:
                 move.source_after = dict(usage[node.name])
         return True
+
+    def _choose(
+        self,
+        node: NodeInfo,
+        passed: list[tuple[PodInfo, victims.Workload]],
+        view: Classification,
+        snap: Snapshot,
+        usage: dict[str, dict[str, float]],
+        budget: limits.RoundBudget,
+        out: Plan,
+    ) -> list[tuple[PodInfo, victims.Workload]]:
+        """Every candidate judged, then the cheapest set of approved moves that brings the node
+        under high (selection.py), in the order to make them; the others skipped with why."""
+        s = self.settings
+        need = {r: v - view.high[r] for r, v in usage[node.name].items() if v > view.high[r]}
+        if not need:
+            return []
+        room = min(
+            s.max_per_node - budget.per_node.get(node.name, 0), s.max_per_round - budget.total
+        )
+        main = max(need, key=lambda r: need[r])
+        judged: list[tuple[PodInfo, victims.Workload, dict[str, float]]] = []
+        for pod, workload in passed:
+            relief = {r: self.leaving.percent(pod, node, r) for r in usage[node.name]}
+            if relief[main] < s.min_relief:
+                detail = f"predicted {relief[main]:.1f} points of {main} off the node"
+                out.skips.append(Skip(node.name, pod.key, TOO_LITTLE, detail))
+                continue
+            target, why = self._target(pod, replacement_of(pod), node, view, snap, usage, out.moves)
+            if target is None:
+                out.skips.append(Skip(node.name, pod.key, why[0], why[1]))
+                continue
+            judged.append((pod, workload, relief))
+        if not judged:
+            return []
+        prices = selection.costs(
+            [p.priority for p, _, _ in judged],
+            [victims.QOS_RANK[victims.qos_class(p)] for p, _, _ in judged],
+        )
+        options = [
+            selection.Option(pod.key, relief, cost)
+            for (pod, _, relief), cost in zip(judged, prices, strict=True)
+        ]
+        chosen = [o.key for o in selection.choose(options, need, room)]
+        by_key = {pod.key: (pod, workload) for pod, workload, _ in judged}
+        for pod, _, _ in judged:
+            if pod.key not in chosen:
+                out.skips.append(Skip(node.name, pod.key, NOT_CHOSEN, "a cheaper set relieves"))
+        return [by_key[k] for k in chosen]
 
     @staticmethod
     def _over(values: dict[str, float], view: Classification) -> bool:

@@ -100,6 +100,7 @@ WORKLOAD_REFUSALS = (evictions.PDB, evictions.REFUSED)
 # rest on record must end before its Event does, or a new leader would not see it.
 EVENT_TTL_S = 3600.0
 MAX_REST_S = EVENT_TTL_S - 300.0
+REST_FLOOR = 0.5  # of the window, after a move that relieves only part of the node's excess
 
 
 @dataclass
@@ -466,12 +467,21 @@ class Rebalancer:
             self._why_busy[workload.key] = why
         return bool(why)
 
-    def _rest(self, view: Classification, node: str) -> float:
+    def _rest(self, view: Classification, move: Move) -> float:
         """Seconds a node rests after losing a pod: until the watcher's window holds no sample
-        from before the eviction, and never past the Event TTL (the rest's record)."""
+        from before the eviction when the round's moves bring it under high; in proportion to
+        the relief when they only part-relieve it (never under half the window: its average
+        then shows at least half the relief), so its next move comes sooner; never past the
+        Event TTL (the rest's record)."""
         s = self.settings
-        window = s.cooldown or view.window.get(node) or DEFAULT_WINDOW_S
-        return min(MAX_REST_S, window + self.options.provider_lag)
+        window = s.cooldown or view.window.get(move.source) or DEFAULT_WINDOW_S
+        share = 1.0
+        over = {r: v - move.high[r] for r, v in move.source_usage.items() if r in move.high}
+        main = max(over, key=lambda r: over[r], default="")
+        if main and over[main] > 0 and move.source_after and move.reason != gpuhot.GPU_HOT:
+            relief = move.source_usage[main] - move.source_after.get(main, 0.0)
+            share = min(1.0, max(REST_FLOOR, relief / over[main]))
+        return min(MAX_REST_S, window * share + self.options.provider_lag)
 
     def _restore_history(self) -> bool:
         """Once per leadership term: the resting nodes a previous leader left."""
@@ -503,7 +513,7 @@ class Rebalancer:
         if not self.bucket.take():
             self._skip(move.source, pod.key, RATE_LIMIT)
             return RATE_LIMIT
-        rest = self._rest(view, move.source)
+        rest = self._rest(view, move)
         if not held:
             unrecorded = self.writer.intend(pod, move.source, move.note(), now + rest)
             if unrecorded:

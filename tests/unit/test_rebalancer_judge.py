@@ -36,6 +36,8 @@ from scheduler.rebalancer.judge import (
     ELSEWHERE,
     GOES_BACK,
     NO_TARGET,
+    NOT_CHOSEN,
+    TOO_LITTLE,
     Judge,
     Move,
     Plan,
@@ -369,6 +371,39 @@ def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
         view_of(snap), ["hot"], snap
     )
     assert [(m.pod.name, m.share) for m in plan.moves] == [("busy", {"cpu": 10.0})]
+
+
+def test_the_move_that_fixes_the_node_wins_over_an_idle_best_effort_replica():
+    # Excess 12 points (92 % against 80). "idle", BestEffort, measures 120m (3 %): first by the
+    # old strict order (QoS before relief), it would be the node's one move for 3 points, and
+    # the node would rest hot. "web", Burstable, measures 600m (15 %): it covers the excess
+    # alone, so the cheapest set that brings the node under high is web, not idle.
+    def measured(cpu_m: float) -> WorkloadProfile:
+        rev = RevisionProfile(50, 5, 0.0, Percentiles(cpu_m, cpu_m, cpu_m), Percentiles(1, 1, 1))
+        return WorkloadProfile("ReplicaSet", {"": rev})
+
+    idle = replica(
+        {"metadata": {"name": "idle"}, "spec": {"containers": [{"name": "c"}]}}, "app", "idle-rs"
+    )
+    web = replica({"metadata": {"name": "web"}, "spec": _cpu("300m")}, "app", "web-rs")
+    profiles = WorkloadProfiles(
+        {"app/ReplicaSet/idle-rs": measured(120), "app/ReplicaSet/web-rs": measured(600)}
+    )
+    snap = snapshot_of(
+        [node_doc("hot"), node_doc("cold")],
+        [(idle, "hot"), (web, "hot")],
+        {"hot": cpu_load(92), "cold": cpu_load(20)},
+    )
+    est = victims.Estimator.for_profile(PROFILE, lambda: profiles)
+    plan = Judge(PROFILE, settings.RebalancerSettings(), est, lambda w: False).plan(
+        view_of(snap), ["hot"], snap
+    )
+    assert [(m.pod.name, m.share) for m in plan.moves] == [("web", {"cpu": 15.0})]
+    assert ("app/idle", NOT_CHOSEN) in [(k.pod, k.reason) for k in plan.skips]
+    # Under minRelief (4 points), the idle one is not even judged.
+    strict = settings.RebalancerSettings(min_relief=4.0)
+    plan = Judge(PROFILE, strict, est, lambda w: False).plan(view_of(snap), ["hot"], snap)
+    assert ("app/idle", TOO_LITTLE) in [(k.pod, k.reason) for k in plan.skips]
 
 
 # --- the property -------------------------------------------------------------------------

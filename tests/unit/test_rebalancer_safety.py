@@ -18,7 +18,11 @@ from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits, settings, victims
+from scheduler.rebalancer.classify import Classification
+from scheduler.rebalancer.judge import Move
 from scheduler.rebalancer.runtime import (
+    EVENT_TTL_S,
+    MAX_REST_S,
     NOT_LEADING,
     THROTTLE_BACKOFF_S,
     THROTTLE_MAX_S,
@@ -415,3 +419,20 @@ def test_the_estimator_takes_the_judging_profile_s_load_plugin():
         profile(["TargetLoadPacking"], {"TargetLoadPacking": {"defaultRequestsMultiplier": "2"}})
     )
     assert tlp.use(burstable, "cpu") == 800
+
+
+def test_a_node_rests_in_proportion_to_the_relief_and_never_past_the_event_ttl():
+    r = offline_rebalancer()  # provider lag 15 s
+    view = Classification(window={"n1": 300.0})
+    web = pod("web")
+    w = victims.Workload("ReplicaSet", "app", "web")
+
+    def move(after: float) -> Move:
+        high = {"cpu": 80.0}
+        return Move(web, w, "n1", "n2", {"cpu": 92.0}, {"cpu": after}, {}, {}, {}, high)
+
+    assert r._rest(view, move(70.0)) == 315.0  # under high: the whole window
+    assert r._rest(view, move(83.0)) == 0.75 * 300 + 15  # 9 of 12 points
+    assert r._rest(view, move(91.0)) == 0.5 * 300 + 15  # never under half the window
+    long = Classification(window={"n1": 7200.0})
+    assert r._rest(long, move(70.0)) == MAX_REST_S < EVENT_TTL_S
