@@ -48,12 +48,21 @@ from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.recent import RecentlyBound
-from scheduler.framework import CPU, PodInfo, Snapshot
+from scheduler.framework import PodInfo, Snapshot
 from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, gpuhot, limits
+from scheduler.rebalancer.actor import (
+    ACTED,
+    DEFAULT_WINDOW_S,
+    NOT_LEADING,
+    NOT_RECORDED,
+    NOT_TRIED,
+    Actor,
+    Memory,
+)
 from scheduler.rebalancer.classify import (
     HOT,
     UNKNOWN,
@@ -62,13 +71,9 @@ from scheduler.rebalancer.classify import (
     classify,
     classify_gpus,
 )
-from scheduler.rebalancer.judge import Judge, Move, Plan
+from scheduler.rebalancer.judge import Judge, Plan
 from scheduler.rebalancer.settings import RebalancerConfig
 from scheduler.rebalancer.status import (
-    EVICT,
-    SKIP,
-    WOULD_EVICT,
-    Decision,
     DecisionLog,
     StatusServer,
     Telemetry,
@@ -78,29 +83,9 @@ from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW_S = 300.0  # the watcher's default window, when its answer names no expiry
 STOP_GRACE = 3.0
-DRY_RUN, KILL_SWITCH, RATE_LIMIT = "dry-run", "kill-switch", "rate-limit"
 NO_HISTORY = "leader-history-unreadable"
-NOT_LEADING = "leadership-not-confirmed"
-NOT_RECORDED = "intent-not-recorded"
-# A 429 that is the API server throttling: tried again after its retryAfterSeconds (else this
-# backoff, doubling), each attempt behind a fresh leadership confirmation.
-THROTTLE_ATTEMPTS = 3
-THROTTLE_BACKOFF_S = 0.5
-THROTTLE_MAX_S = 5.0
 REPLANS = 10  # a node re-planned at most this often in a round (each failure sets a pod aside)
-# Held or carried out: what the round's limits and the node's rest count.
-ACTED = (evictions.EVICTED, WOULD_EVICT)
-# Results after which the round goes on without re-planning the node: nothing was refused.
-NOT_TRIED = (DRY_RUN, KILL_SWITCH, RATE_LIMIT)
-# Refusals about the workload, not the one pod: its other replicas are set aside with it.
-WORKLOAD_REFUSALS = (evictions.PDB, evictions.REFUSED)
-# The API server drops Events an hour after their last write (kube-apiserver --event-ttl): a
-# rest on record must end before its Event does, or a new leader would not see it.
-EVENT_TTL_S = 3600.0
-MAX_REST_S = EVENT_TTL_S - 300.0
-REST_FLOOR = 0.5  # of the window, after a move that relieves only part of the node's excess
 
 
 @dataclass
@@ -160,19 +145,21 @@ class Rebalancer:
             headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
         )
         self.estimator = Estimator.for_profile(self.profile, self.profiles_client.profiles)
-        # Our moves, counted on their targets until the window shows the replacement there.
-        self.recent = RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S)
-        self.writer = evictions.Writer(api, self.identity)
-        self.in_flight = limits.InFlight()
-        self.bucket = limits.TokenBucket(s.evictions_per_minute, s.max_per_round)
-        self.cooldowns = limits.Cooldowns()
-        self.aside = limits.SetAside()
+        # What the rounds remember: our moves' effects (the replacements counted on their
+        # targets until the window shows them there), rests, streaks, failures set aside.
+        self.memory = mem = Memory(
+            bucket=limits.TokenBucket(s.evictions_per_minute, s.max_per_round),
+            cooldowns=limits.Cooldowns(),
+            aside=limits.SetAside(),
+            in_flight=limits.InFlight(),
+            recent=RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
+            streaks=HotStreaks(),
+            gpu_streaks=HotStreaks(),
+        )
         self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
-        self.streaks = HotStreaks()
         # GPU-hot nodes (gpuhot.py), only when the judging profile uses GpuLoad: their own
         # streaks, on the GPUs' sample times, and the watcher's GPU windows fetched for them.
         self.gpu_names = gpuhot.gpu_resource_names(self.profile)
-        self.gpu_streaks = HotStreaks()
         self.gpus_client = GpusClient(
             sched.watcher_address if self.gpu_names is not None else None,
             interval=opts.watcher_interval,
@@ -208,6 +195,19 @@ class Rebalancer:
             )
         self.lost_lease = threading.Event()
         self._restored_term: int | None = None
+        self._life = Lifecycle("rebalancer")
+        self.actor = Actor(
+            s,
+            evictions.Writer(api, self.identity),
+            mem,
+            self.estimator,
+            self.telemetry,
+            self.decisions,
+            self._confirm,
+            self.enabled,
+            self._life.stopping,
+            opts.provider_lag,
+        )
         self.last: dict[str, Any] = {}
         self.server: StatusServer | None = None
         if opts.listen:
@@ -220,7 +220,6 @@ class Rebalancer:
                 self.status,
                 self.health,
             )
-        self._life = Lifecycle("rebalancer")
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -325,23 +324,23 @@ class Rebalancer:
         with self.cache.lock:
             names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
         view = classify(names, loads, s.rules, s.threshold_mode)
-        self.streaks.observe(view)
+        self.memory.streaks.observe(view)
         gpu_hot, gpu_view = {}, Classification()
         if self.gpu_names is not None:
             gpu_hot, gpu_view = classify_gpus(names, self.gpus_client.gpus(), now, s.gpu)
-        self.gpu_streaks.observe(gpu_view)
-        self.cooldowns.prune(now)
+        self.memory.gpu_streaks.observe(gpu_view)
+        self.memory.cooldowns.prune(now)
         hot = view.nodes(HOT)
         confirmed = [
             n
-            for n in self.streaks.confirmed(s.consecutive)
-            if view.state.get(n) == HOT and not self.cooldowns.active(n, now)
+            for n in self.memory.streaks.confirmed(s.consecutive)
+            if view.state.get(n) == HOT and not self.memory.cooldowns.active(n, now)
         ]
         # Confirmed on its GPUs and not on its CPU: hot for GPU pods only.
         gpu_only = frozenset(
             n
-            for n in self.gpu_streaks.confirmed(s.consecutive)
-            if n in gpu_hot and n not in confirmed and not self.cooldowns.active(n, now)
+            for n in self.memory.gpu_streaks.confirmed(s.consecutive)
+            if n in gpu_hot and n not in confirmed and not self.memory.cooldowns.active(n, now)
         )
         confirmed += sorted(gpu_only)
         t = self.telemetry
@@ -353,11 +352,11 @@ class Rebalancer:
         summary: dict[str, Any] = {
             "time": now,
             "leading": leading,
-            "hot": {n: self.streaks.count.get(n, 0) for n in hot},
-            "gpuHot": {n: self.gpu_streaks.count.get(n, 0) for n in gpu_hot},
+            "hot": {n: self.memory.streaks.count.get(n, 0) for n in hot},
+            "gpuHot": {n: self.memory.gpu_streaks.count.get(n, 0) for n in gpu_hot},
             "confirmed": confirmed,
             "unknown": dict(view.why_unknown),
-            "resting": dict(self.cooldowns.until),
+            "resting": dict(self.memory.cooldowns.until),
             "high": view.high,
             "low": view.low,
             "evicted": [],
@@ -367,10 +366,10 @@ class Rebalancer:
         if not leading or not confirmed:
             return summary
         if not self._restore_history():
-            self._skip("", "", NO_HISTORY)
+            self.actor.skip("", "", NO_HISTORY)
             return summary
-        self.aside.prune(now)
-        confirmed = [n for n in confirmed if not self.cooldowns.active(n, now)]
+        self.memory.aside.prune(now)
+        confirmed = [n for n in confirmed if not self.memory.cooldowns.active(n, now)]
         spent = limits.RoundBudget(s)
         logged: set[tuple[str, str, str]] = set()
         nodes = confirmed
@@ -397,7 +396,7 @@ class Rebalancer:
                 nodes=self.cache.nodes,
                 loads=loads,
                 now=now,
-                recent_cpu_m=dict(self.recent.cpu_by_node(loads, now)),
+                recent_cpu_m=dict(self.memory.recent.cpu_by_node(loads, now)),
                 cluster=self.cache.index,
             )
             plan = self.judge.plan(view, nodes, snap, gpu_hot, gpu_only)
@@ -428,7 +427,7 @@ class Rebalancer:
         for skip in plan.skips:
             if (skip.node, skip.pod, skip.reason) not in logged:
                 logged.add((skip.node, skip.pod, skip.reason))
-                self._skip(skip.node, skip.pod, skip.reason, skip.detail)
+                self.actor.skip(skip.node, skip.pod, skip.reason, skip.detail)
         again: list[str] = []
         for move in plan.moves:
             if self.lost_lease.is_set():
@@ -437,9 +436,9 @@ class Rebalancer:
                 continue  # planned with the failed move's relief: the node is planned again
             refused = spent.refusal(move.source, move.pod.namespace, move.workload)
             if refused:
-                self._skip(move.source, move.pod.key, refused)
+                self.actor.skip(move.source, move.pod.key, refused)
                 continue
-            result = self._act(move, view, now, summary)
+            result = self.actor.act(move, view, now, summary)
             if result in ACTED:
                 spent.spend(move.source, move.pod.namespace, move.workload)
             elif result in (NOT_LEADING, NOT_RECORDED):
@@ -450,38 +449,22 @@ class Rebalancer:
 
     def _set_aside(self, pod: PodInfo) -> str:
         """Why the judge must pass this pod over: its eviction failed in this rest period."""
-        return limits.SET_ASIDE if self.aside.why(pod.uid, time.time()) else ""
+        return limits.SET_ASIDE if self.memory.aside.why(pod.uid, time.time()) else ""
 
     def _busy(self, workload: Workload) -> bool:
         """Whether the judge must pass the workload over, the reason kept for its skip."""
         index = self.cache.index
         why = ""
         # Refused in this rest period: not asked again (the failure itself was logged once).
-        why = limits.SET_ASIDE if self.aside.why(workload.key, time.time()) else ""
+        why = limits.SET_ASIDE if self.memory.aside.why(workload.key, time.time()) else ""
         why = why or workload_ineligible(workload, index, self.settings)
         if not why and limits.budget_at_limit(workload, index):
             why = evictions.PDB
-        if not why and limits.workload_busy(workload, index, self.in_flight):
+        if not why and limits.workload_busy(workload, index, self.memory.in_flight):
             why = limits.WORKLOAD_UNAVAILABLE
         if why:
             self._why_busy[workload.key] = why
         return bool(why)
-
-    def _rest(self, view: Classification, move: Move) -> float:
-        """Seconds a node rests after losing a pod: until the watcher's window holds no sample
-        from before the eviction when the round's moves bring it under high; in proportion to
-        the relief when they only part-relieve it (never under half the window: its average
-        then shows at least half the relief), so its next move comes sooner; never past the
-        Event TTL (the rest's record)."""
-        s = self.settings
-        window = s.cooldown or view.window.get(move.source) or DEFAULT_WINDOW_S
-        share = 1.0
-        over = {r: v - move.high[r] for r, v in move.source_usage.items() if r in move.high}
-        main = max(over, key=lambda r: over[r], default="")
-        if main and over[main] > 0 and move.source_after and move.reason != gpuhot.GPU_HOT:
-            relief = move.source_usage[main] - move.source_after.get(main, 0.0)
-            share = min(1.0, max(REST_FLOOR, relief / over[main]))
-        return min(MAX_REST_S, window * share + self.options.provider_lag)
 
     def _restore_history(self) -> bool:
         """Once per leadership term: the resting nodes a previous leader left."""
@@ -489,108 +472,11 @@ class Rebalancer:
         if self._restored_term == term:
             return True
         try:
-            resting = self.writer.resting_nodes()
+            resting = self.actor.writer.resting_nodes()
         except Exception as exc:  # noqa: BLE001 - unknown history: evict nothing this round
             log.warning("cannot read the rebalancer's past evictions: %s", exc)
             return False
         for node, until in resting.items():
-            self.cooldowns.start(node, until, 0.0)
+            self.memory.cooldowns.start(node, until, 0.0)
         self._restored_term = term
         return True
-
-    def _act(self, move: Move, view: Classification, now: float, summary: dict) -> str:
-        """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not."""
-        s = self.settings
-        pod, t = move.pod, self.telemetry
-        if not s.dry_run and not self.enabled():
-            # The kill switch is a brake, not a rehearsal: no state changes, so that once it is
-            # released the rebalancer acts at once on what is still hot.
-            t.would_evict.inc()
-            summary["wouldEvict"].append(pod.key)
-            self._log(WOULD_EVICT, move.source, pod.key, KILL_SWITCH, move.note(), move.target)
-            return KILL_SWITCH
-        held = DRY_RUN if s.dry_run else ""
-        if not self.bucket.take():
-            self._skip(move.source, pod.key, RATE_LIMIT)
-            return RATE_LIMIT
-        rest = self._rest(view, move)
-        if not held:
-            unrecorded = self.writer.intend(pod, move.source, move.note(), now + rest)
-            if unrecorded:
-                # Without the record a successor would not know the node rests: no eviction.
-                self.bucket.give_back()
-                self._skip(move.source, pod.key, NOT_RECORDED, unrecorded)
-                return NOT_RECORDED
-        outcome = self._evict(pod, dry_run=bool(held))
-        if outcome.maybe:
-            # No answer, and the server could not say whether the pod went: the node rests (a
-            # second pod must not leave it if the first did), the pod is set aside.
-            self.cooldowns.start(move.source, now, rest)
-        if outcome.result != evictions.EVICTED:
-            self.bucket.give_back()  # nothing evicted: the rate is for evictions
-            if outcome.result != NOT_LEADING:
-                # Not tried again this rest period; the node's next candidate is tried now.
-                key = move.workload.key if outcome.result in WORKLOAD_REFUSALS else pod.uid
-                self.aside.add(key, now + rest, outcome.result)
-            self._skip(move.source, pod.key, outcome.result, outcome.detail)
-            return outcome.result
-        # From here a held move changes the state as the eviction would have.
-        self.cooldowns.start(move.source, now, rest)
-        self.streaks.reset(move.source)
-        self.gpu_streaks.reset(move.source)
-        self.in_flight.add(move.workload, pod.uid, limits.IN_FLIGHT_MAX_S if not held else rest)
-        self.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
-        note = f"{move.note()}; node rests {rest:.0f}s"
-        if held:
-            t.would_evict.inc()
-            summary["wouldEvict"].append(pod.key)
-            self._log(WOULD_EVICT, move.source, pod.key, held, note, move.target)
-            return WOULD_EVICT
-        resource = max(move.high, key=lambda r: move.source_usage.get(r, 0.0) - move.high[r])
-        reason = move.reason or f"{resource}-hot"
-        t.evictions.labels(reason).inc()
-        self.writer.tell(pod, move.source, note, now + rest)
-        summary["evicted"].append(pod.key)
-        self._log(EVICT, move.source, pod.key, reason, note, move.target)
-        log.info("evicted %s: %s", pod.key, note)
-        return evictions.EVICTED
-
-    def _evict(self, pod: PodInfo, dry_run: bool = False) -> evictions.Outcome:
-        """The Eviction call, each attempt behind a fresh leadership confirmation; throttling
-        (a 429 no budget gave) is tried again after a pause; a call with no answer is EVICTED
-        when the pod's uid is gone or terminating after it."""
-        outcome = self._call(pod, dry_run)
-        if outcome.result != evictions.NO_ANSWER or dry_run:
-            return outcome
-        state = self.writer.pod_state(pod)
-        if state in (evictions.POD_GONE, evictions.POD_TERMINATING):
-            log.info("eviction of %s had no answer (%s) but took place", pod.key, outcome.detail)
-            return evictions.Outcome(evictions.EVICTED, f"{outcome.detail}; pod {state}")
-        detail = f"{outcome.detail}; pod {state}"
-        return evictions.Outcome(evictions.NO_ANSWER, detail, maybe=state == evictions.POD_UNKNOWN)
-
-    def _call(self, pod: PodInfo, dry_run: bool) -> evictions.Outcome:
-        delay = THROTTLE_BACKOFF_S
-        outcome = evictions.Outcome(NOT_LEADING)
-        for attempt in range(THROTTLE_ATTEMPTS):
-            within = self._confirm()
-            if within <= 0.0:
-                return evictions.Outcome(NOT_LEADING, "the Lease could not be renewed with margin")
-            outcome = self.writer.evict(pod, within, dry_run)
-            if outcome.result != evictions.THROTTLED or attempt == THROTTLE_ATTEMPTS - 1:
-                break
-            pause = min(THROTTLE_MAX_S, outcome.retry_after or delay)
-            log.info("evicting %s throttled (%s); again in %.1fs", pod.key, outcome.detail, pause)
-            if self._life.stopping.wait(pause):
-                break
-            delay = min(THROTTLE_MAX_S, delay * 2)
-        return outcome
-
-    def _skip(self, node: str, pod: str, reason: str, detail: str = "") -> None:
-        self.telemetry.skipped.labels(reason).inc()
-        self._log(SKIP, node, pod, reason, detail)
-
-    def _log(
-        self, action: str, node: str, pod: str, reason: str, detail: str = "", target: str = ""
-    ) -> None:
-        self.decisions.add(Decision(time.time(), action, node, pod, reason, detail, target))

@@ -18,16 +18,16 @@ from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits, settings, victims
-from scheduler.rebalancer.classify import Classification
-from scheduler.rebalancer.judge import Move
-from scheduler.rebalancer.runtime import (
+from scheduler.rebalancer.actor import (
     EVENT_TTL_S,
     MAX_REST_S,
     NOT_LEADING,
     THROTTLE_BACKOFF_S,
     THROTTLE_MAX_S,
-    Rebalancer,
 )
+from scheduler.rebalancer.classify import Classification
+from scheduler.rebalancer.judge import Move
+from scheduler.rebalancer.runtime import Rebalancer
 from tests.unit.test_rebalancer import pod
 
 PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
@@ -297,29 +297,29 @@ class Pauses:
 def test_throttling_is_tried_again_after_its_retry_after_and_a_budget_is_not(monkeypatch):
     r = offline_rebalancer()
     pauses = Pauses()
-    monkeypatch.setattr(r._life, "stopping", pauses)
+    monkeypatch.setattr(r.actor, "stopping", pauses)
     slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=2.0)
     bare = evictions.Outcome(evictions.THROTTLED, "slow down")  # no retryAfterSeconds
-    r.writer = Writer(slow, bare, evictions.Outcome(evictions.EVICTED))
-    assert r._evict(pod("web")).result == evictions.EVICTED
-    assert len(r.writer.within) == 3
+    r.actor.writer = Writer(slow, bare, evictions.Outcome(evictions.EVICTED))
+    assert r.actor.evict(pod("web")).result == evictions.EVICTED
+    assert len(r.actor.writer.within) == 3
     # The server's retryAfterSeconds first, then the backoff (0.5 s doubled once).
     assert pauses.waited == [2.0, 2 * THROTTLE_BACKOFF_S]
     pauses.waited.clear()
     huge = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=60.0)
-    r.writer = Writer(huge, huge, huge, evictions.Outcome(evictions.EVICTED))
-    assert r._evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
+    r.actor.writer = Writer(huge, huge, huge, evictions.Outcome(evictions.EVICTED))
+    assert r.actor.evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
     assert pauses.waited == [THROTTLE_MAX_S, THROTTLE_MAX_S]  # never longer than the cap
-    r.writer = Writer(
+    r.actor.writer = Writer(
         evictions.Outcome(evictions.PDB, "budget"), evictions.Outcome(evictions.EVICTED)
     )
-    assert r._evict(pod("db")).result == evictions.PDB
-    assert len(r.writer.within) == 1  # a budget's refusal is not asked again
+    assert r.actor.evict(pod("db")).result == evictions.PDB
+    assert len(r.actor.writer.within) == 1  # a budget's refusal is not asked again
 
 
 def test_no_eviction_call_without_a_confirmed_lease():
     r = offline_rebalancer()
-    r.writer = Writer(evictions.Outcome(evictions.EVICTED))
+    r.actor.writer = Writer(evictions.Outcome(evictions.EVICTED))
 
     class Elector:
         retry_period = 2.0
@@ -330,8 +330,8 @@ def test_no_eviction_call_without_a_confirmed_lease():
             return 0.0
 
     r.elector = Elector()
-    assert r._evict(pod("web")).result == NOT_LEADING
-    assert r.writer.within == [] and Elector.margins == [2.0]
+    assert r.actor.evict(pod("web")).result == NOT_LEADING
+    assert r.actor.writer.within == [] and Elector.margins == [2.0]
 
 
 # --- the operator's own markers, QoS and the estimator's settings ---------------------------
@@ -431,8 +431,8 @@ def test_a_node_rests_in_proportion_to_the_relief_and_never_past_the_event_ttl()
         high = {"cpu": 80.0}
         return Move(web, w, "n1", "n2", {"cpu": 92.0}, {"cpu": after}, {}, {}, {}, high)
 
-    assert r._rest(view, move(70.0)) == 315.0  # under high: the whole window
-    assert r._rest(view, move(83.0)) == 0.75 * 300 + 15  # 9 of 12 points
-    assert r._rest(view, move(91.0)) == 0.5 * 300 + 15  # never under half the window
+    assert r.actor.rest(view, move(70.0)) == 315.0  # under high: the whole window
+    assert r.actor.rest(view, move(83.0)) == 0.75 * 300 + 15  # 9 of 12 points
+    assert r.actor.rest(view, move(91.0)) == 0.5 * 300 + 15  # never under half the window
     long = Classification(window={"n1": 7200.0})
-    assert r._rest(long, move(70.0)) == MAX_REST_S < EVENT_TTL_S
+    assert r.actor.rest(long, move(70.0)) == MAX_REST_S < EVENT_TTL_S
