@@ -20,6 +20,13 @@ The replacement is predicted as the scheduler predicts a new pod (a profile's CP
 floor); what the victim takes off its node is its profile without the floor (an idle victim
 relieves nothing).
 
+The replacement goes where the scheduler puts it: the best-scored of every feasible node, not of
+the candidate targets alone, gets the relief booked on it, and a move is refused when the node
+that would get it (or, at scale, any node that wins one of the samples the cycle may score:
+landing.py) is the hot node, another hot node, one the pod pushes over high or one without
+fresh figures. Every candidate is judged and the cheapest set of approved moves that brings the
+node under high is taken (selection.py). Each judged scheduler's pods by their own profile.
+
 A GPU-hot node (gpuhot.py; profiles with GpuLoad) is hot for its GPU pods only: when it is
 confirmed GPU-hot and not CPU-hot, only pods requesting a GPU resource are its candidates, one
 move per round (the GPU figures show the relief only on later samples; the node rests after

@@ -1,8 +1,9 @@
-"""Wires the rebalancer's parts and runs its rounds.
+"""Wires the rebalancer's parts, runs its rounds and plans each one.
 
 cache (watches) --nodes, pods, controllers--> round;  metrics client (thread) --loads--> round
-round: classify -> hot streaks -> judge (the profile, on the cache's snapshot) -> limits ->
-       Eviction + Events;  leader elector gates the writes;  /metrics, /status, /decisions.
+round: classify -> hot streaks -> judge (the profiles, on the cache's snapshot) -> limits ->
+       actor (actor.py: Eviction + Events);  leader elector gates the writes;
+       /metrics, /status, /decisions.
 
 Every replica observes (streaks need history, so a standby that takes over can act without
 waiting), only the leader evicts: the Lease is renewed right before each Eviction call and the
@@ -10,20 +11,11 @@ call must end before the renew deadline, with a margin of one retry period; a Le
 another's hands ends the round at once and the process exits (as the scheduler does), so its
 restart comes back as a standby with fresh state.
 
-No failed eviction blocks a node: a workload whose budget is at its limit (its status in the
-cache says so) is passed over; any eviction that fails sets its pod aside (its whole workload
-when the refusal is the workload's: a budget's 429, a webhook's or policy's 403/422) for the
-node's rest period, gives back its token of the rate, and the round re-plans the node without
-it and goes on to its next candidate, within the round's limits. A call with no answer (a
-timeout, a broken connection) is checked: the pod's uid gone or terminating counts as evicted.
-
-An eviction is made only once its intent is on record (the node's `RebalancerEvicting` Event):
-when that Event cannot be written the eviction is not made, and the round ends.
-
-A dry run sends each Eviction with `dryRun=All` (budgets and admission answer, nothing is
-evicted) and then changes the state as the eviction would have: the node rests, its streak
-resets, the rate and the round's limits are spent, so it reports the moves a live run would
-make. The kill switch holds moves without any of that, so that released it acts at once.
+No failed eviction blocks a node: the actor sets a failed move's pod (or workload) aside for
+the node's rest period, and the round plans the node again without it and goes on to its next
+candidate, within the round's limits; a workload whose budget is at its limit (its status in
+the cache says so) is passed over without asking. An intent that cannot be recorded, or a
+leadership that cannot be confirmed, ends the round.
 
 A new leader first reads back which nodes are resting from the Events any leader wrote, and
 every replica reads which workloads are short a replica from their controllers' status in the
