@@ -406,6 +406,28 @@ def test_the_move_that_fixes_the_node_wins_over_an_idle_best_effort_replica():
     assert ("app/idle", TOO_LITTLE) in [(k.pod, k.reason) for k in plan.skips]
 
 
+@pytest.mark.parametrize(("percentage", "moved"), [(100, True), (0, False)])
+def test_at_120_nodes_the_scheduler_s_sample_may_miss_the_one_good_target(percentage, moved):
+    # One cold node among 118 at 78 %, where the pod (750m of 4 cores, 18.75 points) would go
+    # over high. Scoring every node, the scheduler takes the cold one. Scoring a sample of 100
+    # of the 120 (the adaptive share), 20 consecutive nodes are left out, and a sample without
+    # the cold node puts the replacement on a node it makes hot, or back: the pod stays.
+    warm = [f"w{i:03d}" for i in range(118)]
+    nodes = [node_doc(n) for n in ("hot", *warm[:59], "cold", *warm[59:])]
+    web = replica({"metadata": {"name": "web"}, "spec": _cpu("500m")}, "app", "web-rs")
+    loads = {"hot": cpu_load(95), "cold": cpu_load(20), **{n: cpu_load(78) for n in warm}}
+    snap = snapshot_of(nodes, [(web, "hot")], loads)
+    j = Judge(
+        PROFILE, settings.RebalancerSettings(), ESTIMATOR, lambda w: False, percentage=percentage
+    )
+    plan = j.plan(view_of(snap), ["hot"], snap)
+    if moved:
+        assert [m.target for m in plan.moves] == ["cold"]
+    else:
+        assert plan.moves == []
+        assert [s.reason for s in plan.skips] in ([ELSEWHERE], [GOES_BACK])
+
+
 # --- the property -------------------------------------------------------------------------
 PREFIX = "j"
 STATES = 500
