@@ -428,6 +428,36 @@ def test_at_120_nodes_the_scheduler_s_sample_may_miss_the_one_good_target(percen
         assert [s.reason for s in plan.skips] in ([ELSEWHERE], [GOES_BACK])
 
 
+def test_each_scheduler_s_pods_are_judged_by_their_own_profile():
+    # ballast-batch's profile ignores taints; the only cold node carries one. Its pod fits
+    # there by its own profile; judged by the judging profile (ballast) it fits nowhere.
+    cfg = settings.parse(
+        {
+            "profiles": [
+                {"schedulerName": "ballast"},
+                {
+                    "schedulerName": "ballast-batch",
+                    "plugins": {"filter": {"disabled": [{"name": "TaintToleration"}]}},
+                },
+            ],
+            "rebalancer": {"schedulers": ["ballast", "ballast-batch"]},
+        }
+    )
+    profiles = build_profiles(cfg.scheduler)
+    taint = [{"key": "batch-only", "value": "yes", "effect": "NoSchedule"}]
+    body = replica({"metadata": {"name": "b"}, "spec": _cpu("500m")}, "app", "b-rs").raw
+    body["spec"]["schedulerName"] = "ballast-batch"
+    snap = snapshot_of(
+        [node_doc("hot"), node_doc("cold", taints=taint)],
+        [(pod_info(body), "hot")],
+        {"hot": cpu_load(95), "cold": cpu_load(20)},
+    )
+    one = Judge(profiles["ballast"], cfg.rebalancer, ESTIMATOR, lambda w: False)
+    assert one.plan(view_of(snap), ["hot"], snap).moves == []
+    own = Judge(profiles["ballast"], cfg.rebalancer, ESTIMATOR, lambda w: False, profiles=profiles)
+    assert [m.target for m in own.plan(view_of(snap), ["hot"], snap).moves] == ["cold"]
+
+
 # --- the property -------------------------------------------------------------------------
 PREFIX = "j"
 STATES = 500
