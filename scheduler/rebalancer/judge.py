@@ -355,8 +355,17 @@ class Judge:
         )
         main = max(need, key=lambda r: need[r])
         judged: list[tuple[PodInfo, victims.Workload, dict[str, float]]] = []
-        for pod, workload in passed:
-            relief = {r: self.leaving.percent(pod, node, r) for r in usage[node.name]}
+        reliefs = [
+            (pod, workload, {r: self.leaving.percent(pod, node, r) for r in usage[node.name]})
+            for pod, workload in passed
+        ]
+        # The most relieving first, and no more approved than the set search looks at: each
+        # judgement filters and scores the whole cluster twice.
+        reliefs.sort(key=lambda pwr: -pwr[2][main])
+        for pod, workload, relief in reliefs:
+            if len(judged) >= selection.MAX_OPTIONS:
+                out.skips.append(Skip(node.name, pod.key, NOT_CHOSEN, "more relieving moves"))
+                continue
             if relief[main] < s.min_relief:
                 detail = f"predicted {relief[main]:.1f} points of {main} off the node"
                 out.skips.append(Skip(node.name, pod.key, TOO_LITTLE, detail))
