@@ -147,16 +147,30 @@ class Rounds:
             return summary
         self.memory.aside.prune(now)
         confirmed = [n for n in confirmed if not self.memory.cooldowns.active(n, now)]
-        spent = limits.RoundBudget(s)
+        self.act(view, confirmed, loads, now, gpu_hot, gpu_only, summary)
+        return summary
+
+    def act(
+        self,
+        view: Classification,
+        nodes: list[str],
+        loads: Any,
+        now: float,
+        gpu_hot: dict[str, list[GpuStats]],
+        gpu_only: frozenset[str],
+        summary: dict[str, Any],
+    ) -> None:
+        """Plan the confirmed nodes and carry the moves out; a node whose move failed is planned
+        again without the pod set aside, unless it rests now (a move of its went, or may have
+        gone: one with no answer)."""
+        spent = limits.RoundBudget(self.settings)
         logged: set[tuple[str, str, str]] = set()
-        nodes = confirmed
         for _ in range(REPLANS):
             plan = self._plan(view, nodes, loads, now, gpu_hot, gpu_only)
-            # A node whose move a budget refused is planned again without that workload.
             nodes = self._carry_out(plan, view, now, summary, spent, logged)
+            nodes = [n for n in nodes if not self.memory.cooldowns.active(n, now)]
             if not nodes or self.lost.is_set():
                 break
-        return summary
 
     def _plan(
         self,

@@ -26,7 +26,8 @@ from scheduler.rebalancer.actor import (
     THROTTLE_MAX_S,
 )
 from scheduler.rebalancer.classify import Classification
-from scheduler.rebalancer.judge import Move
+from scheduler.rebalancer.judge import Move, Plan
+from scheduler.rebalancer.rounds import REPLANS
 from scheduler.rebalancer.runtime import Rebalancer
 from tests.unit.test_rebalancer import pod
 
@@ -436,3 +437,33 @@ def test_a_node_rests_in_proportion_to_the_relief_and_never_past_the_event_ttl()
     assert r.actor.rest(view, move(91.0)) == 0.5 * 300 + 15  # never under half the window
     long = Classification(window={"n1": 7200.0})
     assert r.actor.rest(long, move(70.0)) == MAX_REST_S < EVENT_TTL_S
+
+
+def test_a_node_whose_eviction_may_have_happened_is_not_planned_again(monkeypatch):
+    """No answer, and the pod's state unknown: the node rests and the round does not take a
+    second pod off it; a plain failure lets the round plan the node again."""
+    r = offline_rebalancer()
+    web = pod("web")
+    w = victims.Workload("ReplicaSet", "app", "web")
+    cpu = {"cpu": 10.0}
+    move = Move(web, w, "n1", "n2", {"cpu": 92.0}, {"cpu": 70.0}, cpu, cpu, cpu, {"cpu": 80.0})
+    view = Classification(window={"n1": 300.0})
+    plans: list[list[str]] = []
+
+    def plan(view_, nodes, *args, **kwargs):
+        plans.append(list(nodes))
+        return Plan(moves=[move])
+
+    monkeypatch.setattr(r.rounds, "_plan", plan)
+    for answer, replans in (("unknown", 1), ("there", REPLANS)):
+        plans.clear()
+        r.memory.cooldowns.until.clear()
+        outcome = evictions.Outcome(
+            evictions.NO_ANSWER, f"timeout; pod {answer}", maybe=answer == "unknown"
+        )
+        monkeypatch.setattr(r.actor, "evict", lambda pod, dry_run=False, o=outcome: o)
+        monkeypatch.setattr(r.actor.writer, "intend", lambda *a: "")
+        summary: dict = {"evicted": [], "wouldEvict": []}
+        r.rounds.act(view, ["n1"], None, time.time(), {}, frozenset(), summary)
+        assert len(plans) == replans, answer
+        assert r.memory.cooldowns.active("n1", time.time()) == (answer == "unknown")
