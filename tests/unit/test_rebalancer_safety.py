@@ -50,6 +50,13 @@ def test_the_judged_schedulers_default_to_the_profile_and_must_be_profiles():
         parse({"schedulers": []})
 
 
+def test_min_relief_setting():
+    assert parse({}).min_relief == 2.0
+    assert parse({"minRelief": 0.5}).min_relief == 0.5
+    with pytest.raises(ConfigError, match="minRelief"):
+        parse({"minRelief": -1})
+
+
 def test_min_replicas_and_namespace_selector_settings():
     s = parse({})
     assert s.min_replicas == 2 and s.namespace_selector.everything
