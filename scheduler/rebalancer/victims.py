@@ -13,10 +13,10 @@ or on its pod template; a pod annotated `cluster-autoscaler.kubernetes.io/safe-t
 (emptyDir, hostPath) unless allowed, system-critical priority, excluded namespaces.
 
 Order (the order a CPU-hot node's candidates are looked at; which moves are made is chosen as
-a set, selection.py, with priority and QoS as costs): lower priority, then QoS (its `status.qosClass`;
-computed from parsed quantities when the status has none: BestEffort, Burstable, Guaranteed),
-then how well the pod's predicted use covers the node's excess: the smallest pod that covers it
-alone first, then the others biggest first.
+a set, selection.py, with priority and QoS as costs): lower priority, then QoS (its
+`status.qosClass`; computed from parsed quantities when the status has none: BestEffort,
+Burstable, Guaranteed), then how well the pod's predicted use covers the node's excess: the
+smallest pod that covers it alone first, then the others biggest first.
 
 The use of a pod is predicted by `Estimator`: the scheduler's one estimate with the settings of
 the judging profile's load plugin (its workload's measured profile from the watcher, else that
