@@ -50,6 +50,7 @@ from scheduler.framework import (
 from scheduler.framework.gpus import NO_GPUS, GpuLoads
 from scheduler.framework.podusage import NO_POD_USAGE, PodUsage
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
+from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.status import failure_message
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 from scheduler.kube import binder as binding
@@ -59,20 +60,6 @@ from scheduler.plugins.helpers import estimator
 from scheduler.serve.status import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
 
 log = logging.getLogger(__name__)
-
-# kube-scheduler's numbers for percentageOfNodesToScore.
-MIN_FEASIBLE_NODES = 100
-MIN_FEASIBLE_PERCENTAGE = 5
-BASE_PERCENTAGE = 50
-
-
-def nodes_to_find(total: int, percentage: int) -> int:
-    """How many feasible nodes are enough (kube-scheduler's numFeasibleNodesToFind)."""
-    if total < MIN_FEASIBLE_NODES or percentage >= 100:
-        return total
-    if percentage <= 0:
-        percentage = max(BASE_PERCENTAGE - total // 125, MIN_FEASIBLE_PERCENTAGE)
-    return max(total * percentage // 100, MIN_FEASIBLE_NODES)
 
 
 def filter_pass(
