@@ -1,17 +1,18 @@
 # One image for what runs in a cluster: `ballast watcher ...` (the default), `ballast scheduler
 # ...`, `ballast rebalancer ...`; the sandbox, tests and benchmarks stay out.
 #
-# BASE: any Debian bookworm image with Python 3.11 and its venv module. The default is the public
-# one; `make image` passes a base made from Debian's packages (hack/base-image.sh), for machines
-# that reach Debian's archive but no image registry. Both stages use it, so the venv's
-# interpreter is the one the runtime stage runs.
-ARG BASE=python:3.11-slim-bookworm
-
-FROM ${BASE} AS build
+# BASE_IMAGE: any Debian bookworm image with Python 3.11 and its venv module. Both stages use it,
+# so the venv's interpreter is the one the runtime stage runs. `make image` passes a base made
+# from Debian's packages (hack/base-image.sh), for machines that reach Debian's archive but no
+# image registry; the default is the public one, pinned by digest (of the multi-architecture
+# index: the release workflow checks that it covers amd64 and arm64). Refresh: `docker buildx
+# imagetools inspect python:3.11-slim-bookworm` and paste its Digest.
+ARG BASE_IMAGE=python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
+FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python3 -m venv /opt/ballast
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY ballast ballast
 COPY shared shared
 COPY watcher watcher
@@ -21,12 +22,15 @@ COPY scheduler scheduler
 # CPU (docs/scheduler.md, issue 19). unchecked-hash: the image never changes under it. The
 # kubernetes client's generated API classes and models (about 50 MB of bytecode) are left out:
 # a start imports none of them, or a few (the Lease's, with leader election).
-RUN /opt/ballast/bin/pip install --no-compile . \
+# Dependencies from the lock (`make lock`), every file checked against its sha256; then the
+# project itself without resolving anything again.
+RUN /opt/ballast/bin/pip install --no-compile --require-hashes -r requirements.lock \
+ && /opt/ballast/bin/pip install --no-compile --no-deps . \
  && find /opt/ballast -name __pycache__ -prune -exec rm -rf {} + \
  && /opt/ballast/bin/python -m compileall -q --invalidation-mode unchecked-hash \
         -x '/kubernetes/client/(api|models)/' /opt/ballast/lib/python3.11/site-packages
 
-FROM ${BASE}
+FROM ${BASE_IMAGE}
 ENV PATH=/opt/ballast/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

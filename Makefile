@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build
+.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build
 
 all: test
 
@@ -61,6 +61,13 @@ victoriametrics-build: metrics-server-build helm-build
 # tests; after the other builds, never beside them.
 thanos-build: victoriametrics-build
 	$(PY) -m sandbox.peers.thanos
+
+# requirements.lock: the image's dependencies (pyproject.toml's), pinned with the sha256 of every
+# file PyPI has for them, so the Dockerfile's `pip install --require-hashes` takes nothing else.
+lock: $(VENV)/.installed
+	$(VENV)/bin/pip install -q pip-tools
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url \
+		--no-emit-find-links --output-file=requirements.lock pyproject.toml
 
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
@@ -151,6 +158,12 @@ bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
 # scheduler's parsed copy and one estimate; results in bench/results/profiles.json.
 bench-profiles: deps $(VENV)/.bench-installed
 	$(PY) -m bench.profiles $(BENCH_ARGS)
+
+# The offline peak study (docs/peaks.md): every peak predictor against what each node then
+# used, on the Bitbrains trace, no sandbox (a few minutes, numpy); bench/results/peaks.{json,png}.
+# BENCH_ARGS="--trace PATH" where the trace is not beside the checkout.
+bench-peaks: $(VENV)/.bench-installed
+	$(PY) -m bench.peaks $(BENCH_ARGS)
 
 # Rebalancers side by side (none, Ballast's, upstream descheduler, koord-descheduler) on drift,
 # hot-start and stable; builds the descheduler and Koordinator into .cache/ on first use.

@@ -114,6 +114,50 @@ def _load_cell(load: dict[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
+def _amount(value: float, resource: str) -> str:
+    return f"{value:.0f}m" if resource == "cpu" else f"{value / 2**20:.0f}Mi"
+
+
+def _peak_lines(scores: dict[str, Any]) -> list[str]:
+    """PeakFit's predicted peak per top node, with its parts (docs/explain.md):
+    n1 cpu: peak 1850m of 2000m (92%) = N-sigma 1200m + 3.0 sigma 650m (RC-like 1700m);
+        the pod adds 310m; pods: 4 measured, 1 estimated"""
+    rows = [row for row in scores.get("top") or [] if row.get("peak")]
+    if not rows:
+        return []
+    out = ["", f"predicted peak with the pod (PeakFit; the pod from {scores.get('peakPodFrom')}):"]
+    for row in rows:
+        peak = row["peak"]
+        counted = (
+            f"pods: {peak['podsMeasured']} measured, {peak['podsEstimated']} estimated"
+            if peak["from"] == "pods"
+            else "from the node's window (no pod measured)"
+        )
+        for resource in ("cpu", "memory"):
+            p = peak.get(resource)
+            if not p:
+                continue
+            share = 100 * p["peak"] / p["allocatable"] if p["allocatable"] else 0.0
+            head = f"{_amount(p['peak'], resource)} of {_amount(p['allocatable'], resource)}"
+            terms = {
+                "rc-like": f"RC-like {_amount(p['rcLike'], resource)}",
+                "n-sigma": f"N-sigma {_amount(p['nSigma'], resource)}",
+            }
+            if p.get("nodePeak"):
+                terms["node-peak"] = f"the node's 72 h max {_amount(p['nodePeak'], resource)}"
+            why = terms.get(p["won"], p["won"])
+            if p["won"] == "n-sigma":
+                mean, sigma = _amount(p["mean"], resource), _amount(p["sigma"], resource)
+                why += f": mean {mean} + {sigma}"
+            why += " (" + ", ".join(t for k, t in terms.items() if k != p["won"]) + ")"
+            out.append(
+                f"  {row['node']} {resource}: peak {head} ({share:.0f}%) = {why}; "
+                f"the pod adds {_amount(p['podShare'], resource)}"
+                + (f"; {counted}" if resource == "cpu" else "")
+            )
+    return out
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 
@@ -190,6 +234,7 @@ def render_attempt(a: dict[str, Any]) -> str:
         out.extend(_table(header, rows))
         if skipped:
             out.append(f"(same for every node, skipped: {', '.join(skipped)})")
+        out.extend(_peak_lines(scores))
     f = a.get("filters") or {}
     out.append("")
     if f.get("preFilter"):

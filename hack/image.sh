@@ -53,7 +53,7 @@ build() {  # build TAG CONTEXT FILE BASE-NAME BASE-PACKAGE...
     if [ "$base" = local ]; then
         from=$(hack/base-image.sh "$engine" "$name" "$@")
         echo "building $tag with $engine on $from"
-        "$engine" build --file "$file" --build-arg BASE="$from" --tag "$tag" $flags "$context"
+        "$engine" build --file "$file" --build-arg BASE_IMAGE="$from" --tag "$tag" $flags "$context"
     else
         echo "building $tag with $engine on the file's public base"
         "$engine" build --file "$file" --tag "$tag" $flags "$context"

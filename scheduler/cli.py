@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
+from shared import logs
 from shared.lifecycle import gc_paused, ignore_stop_signals
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     p.add_argument(
         "--metrics-listen",
-        default="0.0.0.0:10259",
-        help="HOST:PORT for /metrics and /healthz (default %(default)s; empty: off)",
+        default=":10259",
+        help="HOST:PORT for /metrics and /healthz (default %(default)s: every address, IPv4 "
+        "and IPv6; empty: off)",
     )
     p.add_argument(
         "--extender-listen",
@@ -69,9 +71,16 @@ def register(subparsers: Any) -> None:
         default="",
         help="file holding a token /api/v1/decisions requests must carry as a bearer token",
     )
+    p.add_argument(
+        "--leader-label",
+        action="store_true",
+        help="label this pod ballast.dev/leader=true while it leads (false before), for a "
+        "Service that must reach the leader alone, such as the extender's; the pod is named by "
+        "$POD_NAMESPACE and $POD_NAME (the downward API); needs leader election",
+    )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    logs.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -106,12 +115,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, stop: threading.Event) -> int:
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(args.log_level, args.log_format)
     with gc_paused(freeze=True):  # imports only: see ballast/cli.py
         from kubernetes.config import ConfigException
 
+        from scheduler.backend.metrics_client import BearerToken
         from scheduler.config.loader import load_config
         from scheduler.config.profiles import build_profiles
         from scheduler.runtime import Runtime, RuntimeOptions
@@ -127,7 +135,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     except (ConfigException, OSError) as exc:
         print(f"ballast scheduler: no cluster access: {exc}", file=sys.stderr)
         return 2
-    tokens = {}
+    tokens: dict[str, Any] = {}
     for flag in ("extender_token_file", "api_token_file"):
         try:
             path = getattr(args, flag)
@@ -139,6 +147,14 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
               file=sys.stderr)  # fmt: skip
         return 2
+    leader_label = None
+    if args.leader_label:
+        where = (os.environ.get("POD_NAMESPACE", ""), os.environ.get("POD_NAME", ""))
+        if not all(where) or not cfg.leader_election.leader_elect:
+            print("ballast scheduler: --leader-label needs $POD_NAMESPACE, $POD_NAME and "
+                  "leader election", file=sys.stderr)  # fmt: skip
+            return 2
+        leader_label = where
     options = RuntimeOptions(
         metrics_listen=args.metrics_listen or None,
         watcher_interval=args.watcher_interval,
@@ -149,7 +165,9 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         decisions=args.decisions,
         decision_attempts=args.decision_attempts,
         decision_top=args.decision_top,
-        api_token=tokens["api_token_file"],
+        # Read again whenever the file changes: a rotated Secret needs no restart.
+        api_token=BearerToken(tokens["api_token_file"], args.api_token_file, "API token").value,
+        leader_label=leader_label,
     )
     try:
         runtime = Runtime(cfg, api, profiles, options)

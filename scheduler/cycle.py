@@ -48,7 +48,9 @@ from scheduler.framework import (
     resources,
 )
 from scheduler.framework.gpus import NO_GPUS, GpuLoads
+from scheduler.framework.podusage import NO_POD_USAGE, PodUsage
 from scheduler.framework.profile import FILTER_TALLY, Profile, ScoreParts
+from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.status import failure_message
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 from scheduler.kube import binder as binding
@@ -58,20 +60,6 @@ from scheduler.plugins.helpers import estimator
 from scheduler.serve.status import ERROR, SCHEDULED, UNSCHEDULABLE, Telemetry
 
 log = logging.getLogger(__name__)
-
-# kube-scheduler's numbers for percentageOfNodesToScore.
-MIN_FEASIBLE_NODES = 100
-MIN_FEASIBLE_PERCENTAGE = 5
-BASE_PERCENTAGE = 50
-
-
-def nodes_to_find(total: int, percentage: int) -> int:
-    """How many feasible nodes are enough (kube-scheduler's numFeasibleNodesToFind)."""
-    if total < MIN_FEASIBLE_NODES or percentage >= 100:
-        return total
-    if percentage <= 0:
-        percentage = max(BASE_PERCENTAGE - total // 125, MIN_FEASIBLE_PERCENTAGE)
-    return max(total * percentage // 100, MIN_FEASIBLE_NODES)
 
 
 def filter_pass(
@@ -164,6 +152,8 @@ class Cycle:
         self.workloads: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
         # The watcher's GPU windows (backend/gpus_client.py); none until wired.
         self.gpus: Callable[[], GpuLoads] = lambda: NO_GPUS
+        # The watcher's per-pod statistics (backend/pods_client.py); none until wired.
+        self.pod_usage: Callable[[], PodUsage] = lambda: NO_POD_USAGE
 
     def schedule_one(self, pod: PodInfo) -> str:
         """Schedule one popped pod; returns the attempt's result."""
@@ -198,6 +188,7 @@ class Cycle:
             snap = take_snapshot(self.cache, loads, self.recent, now)
             snap.workloads = self.workloads()
             snap.gpus = self.gpus()
+            snap.pod_usage = self.pod_usage()
             state = CycleState()
             if record is not None:
                 state[FILTER_TALLY] = {}
@@ -223,6 +214,8 @@ class Cycle:
                     outcome = outcomes.PREEMPTING if post.nominated_node else outcomes.UNSCHEDULABLE
                     node = post.nominated_node
                     record.add(pod.key, pod.uid, now, profile.scheduler_name, outcome, node, detail)
+                for plugin in state.get(FILTER_TALLY) or {}:
+                    self.telemetry.rejections.labels(plugin).inc()
                 self.queue.unschedulable(pod)
                 # A nominated pod's condition goes with its nomination (the evictor's patch).
                 self.events.failed(pod, message, condition=not post.nominated_node)

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP, DecisionStore
 from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
+from scheduler.backend.pods_client import PodsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.backend.recent import RecentlyBound
@@ -34,9 +36,11 @@ from scheduler.kube.binder import Binder
 from scheduler.kube.events import EventRecorder
 from scheduler.kube.evictor import Evictor
 from scheduler.kube.leader import LeaderElector
+from scheduler.kube.leaderlabel import LeaderLabel
 from scheduler.serve.decisions import DecisionsAPI
 from scheduler.serve.extender import Extender, ExtenderServer
 from scheduler.serve.status import StatusServer, Telemetry
+from shared import listen
 from shared.idle_gc import IdleCollection
 from shared.lifecycle import Lifecycle, join
 
@@ -68,12 +72,26 @@ class RuntimeOptions:
     decisions: int = DEFAULT_PODS  # pods whose last attempts are recorded (0: off)
     decision_attempts: int = DEFAULT_ATTEMPTS
     decision_top: int = DEFAULT_TOP  # nodes per attempt with the full score breakdown
-    api_token: str = ""  # when set, /api/v1/decisions needs it as a bearer token
+    # When set, /api/v1/decisions needs it as a bearer token; a callable is asked every request.
+    api_token: str | Callable[[], str] = ""
     identity: str = ""
+    # (namespace, pod name): label the pod ballast.dev/leader "true" while leading, "false"
+    # before (kube/leaderlabel.py); the chart's extender Service selects "true".
+    leader_label: tuple[str, str] | None = None
 
 
 def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+def _reads(profiles: dict[str, Any], what: str) -> bool:
+    """Whether a plugin of some profile says it reads `what` (`reads_gpus`, `reads_pod_usage`):
+    the watcher's document is then fetched, else never asked for."""
+    return any(
+        getattr(plugin, what, False)
+        for profile in profiles.values()
+        for plugin in [*profile.filters, *(p for p, _ in profile.scores)]
+    )
 
 
 class _Feed:
@@ -152,13 +170,8 @@ class Runtime:
         )
         self.cycle.workloads = self.profiles_client.profiles
         # Each GPU's window (plugins/gpu_load.py), fetched only when a profile reads them.
-        reads_gpus = any(
-            getattr(plugin, "reads_gpus", False)
-            for profile in profiles.values()
-            for plugin in [*profile.filters, *(p for p, _ in profile.scores)]
-        )
         self.gpus_client = GpusClient(
-            cfg.watcher_address if reads_gpus else None,
+            cfg.watcher_address if _reads(profiles, "reads_gpus") else None,
             interval=opts.watcher_interval,
             timeout=opts.watcher_timeout,
             # A 404 is most often a watcher that has not polled GPUs yet: ask again soon.
@@ -166,6 +179,19 @@ class Runtime:
             headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
         )
         self.cycle.gpus = self.gpus_client.gpus
+        # Each pod's usage statistics (plugins/peak_fit.py), fetched only when a profile reads
+        # them; older than 10 minutes they describe pods the cluster may no longer run. Every
+        # 6 node fetches (30 s by default): they move slowly, and each new document makes
+        # PeakFit sum every node's pods again (about 5 us a pod, docs/peak-model.md).
+        self.pods_client = PodsClient(
+            cfg.watcher_address if _reads(profiles, "reads_pod_usage") else None,
+            interval=6 * opts.watcher_interval,
+            timeout=opts.watcher_timeout,
+            idle=max(1.0, 2 * opts.watcher_interval),
+            headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
+            max_age=600.0,
+        )
+        self.cycle.pod_usage = self.pods_client.pod_usage
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.
         binder_idle = self.cycle.binder.idle
         self.events.defer_to(lambda: self.queue.has_active() or not binder_idle.is_set())
@@ -191,11 +217,9 @@ class Runtime:
         )
         self.server: StatusServer | None = None
         if opts.metrics_listen:
-            host, _, port = opts.metrics_listen.rpartition(":")
+            host, port = listen.split(opts.metrics_listen)
             explain = DecisionsAPI(self.decisions, self._leader, opts.api_token)
-            self.server = StatusServer(
-                host or "0.0.0.0", int(port), self.telemetry, self.health, explain
-            )
+            self.server = StatusServer(host, port, self.telemetry, self.health, explain)
         self.extender: ExtenderServer | None = None
         if opts.extender_listen:
             name = opts.extender_profile or next(iter(profiles))
@@ -210,10 +234,13 @@ class Runtime:
                 self.cycle.predicted_cpu_m,
                 self.decisions,
             )
-            host, _, port = opts.extender_listen.rpartition(":")
+            host, port = listen.split(opts.extender_listen)
             self.extender = ExtenderServer(
-                host or "0.0.0.0", int(port), ext, token=opts.extender_token
+                host, port, ext, token=opts.extender_token, leading=self.leading
             )
+        self.leader_label: LeaderLabel | None = None
+        if opts.leader_label is not None and self.elector is not None:
+            self.leader_label = LeaderLabel(api, *opts.leader_label)
         self._life = Lifecycle("scheduler")
         self._stop = self._life.stopping
         self._loop = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
@@ -233,8 +260,13 @@ class Runtime:
         self.metrics.start()
         self.profiles_client.start()
         self.gpus_client.start()
+        self.pods_client.start()
         if self.elector is not None:
             self.elector.start()
+            if self.leader_label is not None:
+                follow = self.leader_label.follow
+                args = (self.elector.became_leader, self._stop)
+                threading.Thread(target=follow, args=args, name="leader-label", daemon=True).start()
         opts = self.options
         self.cache.start(abort=self._stop)
         # In slices, so that a stop asked for during start-up is not held up by a slow list.
@@ -278,6 +310,7 @@ class Runtime:
         self.metrics.stop()
         self.profiles_client.stop()
         self.gpus_client.stop()
+        self.pods_client.stop()
         self.cache.stop(timeout=left())
         self.events.stop(timeout=left())
         if self.server is not None:

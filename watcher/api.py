@@ -18,7 +18,7 @@ from typing import Any
 from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
-from watcher import decisions_proxy, health, openapi, selfmetrics
+from watcher import decisions_proxy, health, openapi, podstats, selfmetrics
 from watcher import gpus as gpu_view
 from watcher.config import Config
 from watcher.errors import StoreError
@@ -308,8 +308,8 @@ def create_app(
     if store.kind == "redis":
         workloads.keep_fresh(max(1.0, config.snapshot_check))
 
-    def flagged(resp: Response) -> Response:
-        if workloads.store_error:
+    def flagged(resp: Response, reader: WorkloadsReader = workloads) -> Response:
+        if reader.store_error:
             resp.headers["X-Ballast-Store"] = "unavailable; serving the last copy"
         return resp
 
@@ -338,6 +338,25 @@ def create_app(
         if found is None:
             return error(404, f"no profile for {kind} {namespace}/{name}")
         return flagged(send(Body(dumps(found))))
+
+    pod_stats = WorkloadsReader(
+        store, config.snapshot_check if store.kind == "redis" else 0.0, store.pods_doc
+    )
+    if store.kind == "redis":
+        pod_stats.keep_fresh(max(1.0, config.snapshot_check))
+
+    @app.get("/api/v1/pods")
+    def pod_list() -> Response:
+        try:
+            body, doc = pod_stats.get()
+        except StoreError as exc:
+            return error(503, str(exc))
+        if doc is None:
+            return error(404, "no pod statistics yet: pod usage is off or not polled yet")
+        namespace = request.args.get("namespace")
+        if namespace:
+            body = Body(dumps(podstats.in_namespace(doc, namespace)))
+        return flagged(send(body), pod_stats)
 
     gpus = WorkloadsReader(
         store, config.snapshot_check if store.kind == "redis" else 0.0, store.gpus_doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shared import logs
 from watcher.errors import ConfigError, StoreError
 
 
@@ -20,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prometheus-url", help="Prometheus (or compatible) base URL")
     p.add_argument("--provider", choices=["prometheus", "metrics-server"])
     p.add_argument("--redis-url", help="Redis URL; without it the store is in memory")
-    p.add_argument("--listen", help="HOST:PORT to serve on (default 0.0.0.0:2020)")
+    p.add_argument(
+        "--listen", help="HOST:PORT to serve on (default :2020: every address, IPv4 and IPv6)"
+    )
     p.add_argument("--poll-interval", type=float, help="seconds between polls (default 15)")
     p.add_argument("--workers", type=int, help="gunicorn workers (default 2; 1 without Redis)")
     p.add_argument("--kubeconfig", help="kubeconfig for node-name mapping and metrics-server")
@@ -30,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rebalancer-url", help="the rebalancer's status address, for the dashboard's section"
     )
+    p.add_argument("--log-level", choices=logs.LEVELS, help="default INFO")
+    p.add_argument("--log-format", choices=logs.FORMATS, help="text (default) or json")
     p.set_defaults(func=run)
 
 
@@ -49,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         "kubeconfig": args.kubeconfig,
         "scheduler_url": args.scheduler_url,
         "rebalancer_url": args.rebalancer_url,
+        "log_level": args.log_level,
+        "log_format": args.log_format,
     }
     try:
         config = configuration.load(args.config, overrides=overrides)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from shared import wire
+from shared import listen, logs, wire
 from watcher import defaults
 from watcher.errors import ConfigError
 
@@ -112,6 +112,8 @@ class Config:
     workers: int = defaults.WORKERS
     threads: int = defaults.THREADS
     api_token: str = ""
+    log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR
+    log_format: str = "text"  # or json: one object a line
     # Served without the token even when api_token is set: Trimaran reads /watcher and cannot
     # send one, so a cluster with both leaves that path open.
     api_open_paths: list[str] = field(default_factory=list)
@@ -124,6 +126,7 @@ class Config:
     # The rebalancer whose rounds and decisions the dashboard shows (its status address, such
     # as http://ballast-rebalancer:10260), asked the same way (/api/v1/rebalancer/...).
     rebalancer_url: str = ""
+    rebalancer_token_file: str = ""
     kubeconfig: str = ""
     map_node_addresses: bool = True
     kube_refresh: float = defaults.KUBE_REFRESH
@@ -134,6 +137,7 @@ class Config:
     pod_memory_query: str = defaults.POD_MEMORY_QUERY
     profile_window: float = defaults.PROFILE_WINDOW
     max_profiles: int = defaults.MAX_PROFILES
+    pod_history_half_life: float = defaults.POD_HISTORY_HALF_LIFE
     # GPUs from dcgm-exporter (watcher/gpus.py); Prometheus provider only.
     gpu_metrics: bool = defaults.GPU_METRICS
     gpu_node_label: str = defaults.GPU_NODE_LABEL
@@ -155,8 +159,8 @@ class Config:
 
     @property
     def listen_address(self) -> tuple[str, int]:
-        host, _, port = self.listen.rpartition(":")
-        return host or "0.0.0.0", int(port)
+        host, port = listen.split(self.listen)
+        return listen.resolve(host), port
 
     @property
     def source(self) -> str:
@@ -221,6 +225,10 @@ class Config:
             problems.append("prometheus_url is required for the prometheus provider")
         if self.provider == "prometheus":
             problems.extend(_provider_problems(self))
+        if self.log_level not in logs.LEVELS:
+            problems.append(f"log_level must be one of {', '.join(logs.LEVELS)}")
+        if self.log_format not in logs.FORMATS:
+            problems.append(f"log_format must be one of {', '.join(logs.FORMATS)}")
         if self.query_preset not in PRESETS:
             problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
         for name in (
@@ -231,6 +239,7 @@ class Config:
             "provider_timeout",
             "profile_window",
             "max_profiles",
+            "pod_history_half_life",
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

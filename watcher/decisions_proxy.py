@@ -59,7 +59,13 @@ def scheduler(config: Config) -> Target:
 
 def rebalancer(config: Config) -> Target:
     # A standby rebalancer answers 200 with "leading": false, and holds no decisions.
-    return Target("rebalancer", "rebalancer_url", config.rebalancer_url, "", _not_leading)
+    return Target(
+        "rebalancer",
+        "rebalancer_url",
+        config.rebalancer_url,
+        config.rebalancer_token_file,
+        _not_leading,
+    )
 
 
 def forward(config: Config, pod: tuple[str, str] | None, query: bytes) -> tuple[int, bytes]:

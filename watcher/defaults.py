@@ -1,6 +1,6 @@
 """Every default of the watcher, in one place (docs/watcher.md lists them)."""
 
-LISTEN = "0.0.0.0:2020"
+LISTEN = ":2020"  # every address, IPv4 and IPv6 (shared/listen.py)
 WORKERS = 2
 THREADS = 4  # per gunicorn worker (gthread), so keep-alive clients are served concurrently
 
@@ -41,6 +41,10 @@ POD_MEMORY_QUERY = (
 )
 PROFILE_WINDOW = 3600.0  # seconds of per-replica samples a workload profile spans
 MAX_PROFILES = 100_000  # workload revisions kept (the least recently seen go first)
+# Per-pod statistics for the peak model (watcher/podstats.py): the history's samples weigh half
+# as much every this many seconds (12 h: a sample a day old still weighs a quarter; the offline
+# peak study found a day's history of each pod's own use safest, docs/peak-model.md).
+POD_HISTORY_HALF_LIFE = 43_200.0
 
 # GPUs from NVIDIA's dcgm-exporter (watcher/gpus.py, docs/gpu.md): its metric names, one series
 # per device whatever pods share it. `$label` is gpu_node_label, the label naming the node. A

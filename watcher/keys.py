@@ -42,6 +42,16 @@ class Keys:
         return f"{self.prefix}workloads:rings"
 
     @property
+    def pods(self) -> str:
+        """Per-pod usage statistics (watcher/podstats.py), as JSON (the API's answer)."""
+        return f"{self.prefix}pods"
+
+    @property
+    def pod_rows(self) -> str:
+        """The per-pod statistics' rows (numpy arrays), for a poller taking over."""
+        return f"{self.prefix}pods:rows"
+
+    @property
     def gpus(self) -> str:
         """Per-GPU window statistics and the GPU poll's status, as JSON (watcher/gpus.py)."""
         return f"{self.prefix}gpus"

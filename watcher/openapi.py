@@ -49,6 +49,7 @@ METRIC_STATS = {
         "type": {"type": "string"},
         "unit": {"type": "string"},
         **{k: NUMBER for k in ("avg", "std", "min", "max", "p95", "latest", "first", "last")},
+        "peak": {**NUMBER, "description": "the most used over the last 72 hours (peak model)"},
         **{k: NUMBER for k in ("horizon", "expiry", "age")},
         "count": {"type": "integer", "minimum": 0},
         "state": STATE,
@@ -185,6 +186,50 @@ WORKLOADS_DOC = {
         "pods": {"type": "integer", "minimum": 0},
         "rejected": {"type": "object", "additionalProperties": {"type": "integer"}},
         "workloads": {"type": "object", "additionalProperties": WORKLOAD_DOC},
+    },
+}
+_COLUMN = {"type": "array", "items": NUMBER}
+POD_FIGURES = {
+    "type": "object",
+    "required": ["window", "history"],
+    "properties": {
+        "window": {
+            "type": "object",
+            "description": "over the node window's last samples: one list per figure, "
+            "aligned with `pods`",
+            "properties": {f: _COLUMN for f in ("mean", "std", "p90", "p95", "p99", "max")},
+        },
+        "history": {
+            "type": "object",
+            "description": "over a history whose samples' weight halves every `halfLife` "
+            "seconds; `weight` is the samples' total weight now, `max` the most the pod used "
+            "in the last 24 hours",
+            "properties": {
+                f: _COLUMN for f in ("weight", "mean", "std", "p90", "p95", "p99", "max")
+            },
+        },
+    },
+}
+POD_STATS_DOC = {
+    "type": "object",
+    "description": "column by column: the i-th entry of every list is the i-th pod's",
+    "required": ["built", "window", "windowSamples", "halfLife", "pods", "cpu", "memory"],
+    "properties": {
+        "built": NUMBER,
+        "window": NUMBER,
+        "windowSamples": {"type": "integer"},
+        "halfLife": NUMBER,
+        "lastPoll": LAST_POLL,
+        "pods": {"type": "array", "items": {"type": "string"}, "description": "namespace/pod"},
+        "workloads": {
+            "type": "array",
+            "items": {"type": "string", "nullable": True},
+            "description": "namespace/Kind/name, null for a pod no known controller owns",
+        },
+        "last": {**_COLUMN, "description": "each pod's newest sample (Unix seconds)"},
+        "samples": {**_COLUMN, "description": "samples in the window"},
+        "cpu": {**POD_FIGURES, "description": "millicores"},
+        "memory": {**POD_FIGURES, "description": "bytes"},
     },
 }
 GPU_STATS = {
@@ -537,6 +582,18 @@ def document(
                     )
                 ],
                 guard("/api/v1/workloads"),
+            ),
+            "/api/v1/pods": _get(
+                "Per-pod CPU and memory statistics (window and decaying history), for the "
+                "scheduler's peak model (docs/peak-model.md)",
+                {
+                    "200": _json("pod statistics", POD_STATS_DOC),
+                    "304": NOT_MODIFIED,
+                    "404": _error("pod usage off or not polled yet"),
+                    "503": _error("store unavailable"),
+                },
+                [_param("namespace", "query", "only this namespace's pods", {"type": "string"})],
+                guard("/api/v1/pods"),
             ),
             "/api/v1/workloads/{namespace}/{kind}/{name}": _get(
                 "One workload's profile, all kept revisions",

@@ -1,4 +1,5 @@
-"""One poll of pod usage: fetch, join pods to workloads, feed the profiles, store them.
+"""One poll of pod usage: fetch, join pods to workloads, feed the profiles and the per-pod
+statistics (watcher/podstats.py, the scheduler's peak model), store them.
 
 Runs inside the node poller's tick, on the replica holding the poller lock, after the node
 frame is stored: node data never waits on pods. The profiles' statistics are written every
@@ -16,6 +17,7 @@ from typing import Any
 
 from shared.workloads import Workload
 from watcher.owners import PodOwners
+from watcher.podstats import PodStats
 from watcher.podusage import PodSource
 from watcher.profiles import PodSample, ProfileBook
 
@@ -33,11 +35,15 @@ class PodPoller:
         window: float,
         poll_interval: float,
         max_profiles: int,
+        node_window: float | None = None,
+        half_life: float | None = None,
     ) -> None:
         self.source = source
         self.owners = owners
         self.store = store
         self.book = ProfileBook(window, poll_interval, max_profiles=max_profiles)
+        # Per pod: the node window's samples and a decaying history (watcher/podstats.py).
+        self.stats = PodStats(node_window or window, poll_interval, half_life or window)
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.pods = 0  # pods with usage in the last poll
@@ -49,7 +55,8 @@ class PodPoller:
         self._logged: set[str] = set()
 
     def take_over(self) -> None:
-        """Reload the stored rings (a poller that just took the lock)."""
+        """Reload the stored rings and pod statistics (a poller that just took the lock)."""
+        self._take_over_stats()
         doc, rings = self.store.load_workloads()
         if not doc or not rings:
             return
@@ -58,6 +65,12 @@ class PodPoller:
             workloads[key] = Workload(w["namespace"], w["kind"], w["name"], w["current"])
         self.book.load(rings, workloads)
         log.info("pod poller: %d workload profiles reloaded", len(self.book))
+
+    def _take_over_stats(self) -> None:
+        _, blob = self.store.load_pods()
+        if blob:
+            self.stats.load(blob)
+            log.info("pod poller: %d pods' statistics reloaded", len(self.stats))
 
     def counters(self) -> dict[str, Any]:
         """This poller's figures for /metrics (watcher.selfmetrics)."""
@@ -91,7 +104,9 @@ class PodPoller:
             self.pods = len(fetch.usage)
             self.pods_seen += self.pods
             rejected = Counter(fetch.rejected)
-            self.book.add(now, self.group(fetch.usage, rejected))
+            keys: dict[tuple[str, str], str] = {}
+            self.book.add(now, self.group(fetch.usage, rejected, keys))
+            self.stats.add(now, fetch.usage, keys)
             self.rejected.update(rejected)
             rejected = +rejected  # a poll of no pods counts no_owner += 0: nothing to say
             if rejected:
@@ -100,22 +115,33 @@ class PodPoller:
                     f"pod samples rejected: {dict(rejected)}",
                 )
         self.book.trim(now)
+        self.stats.trim(now)
         doc = self.book.doc(now)
         doc["lastPoll"] = self.last
         doc["pods"] = self.pods
         doc["rejected"] = dict(self.rejected)
-        rings = None
+        rings = blob = None
         if time.monotonic() - self._persisted >= PERSIST_EVERY:
-            rings = self.book.encode()
+            rings, blob = self.book.encode(), self.stats.encode()
             self._persisted = time.monotonic()
         body = json.dumps(doc, separators=(",", ":")).encode()
         # Profiles span their own window, longer than the node window: stored as long.
-        self.store.save_workloads(body, rings, self.book.window + PERSIST_EVERY)
+        keep = self.book.window + PERSIST_EVERY
+        self.store.save_workloads(body, rings, keep)
+        pods = self.stats.doc(now)
+        pods["lastPoll"] = self.last
+        # The rows carry a history of about two half-lives: kept that long for a takeover.
+        keep_rows = max(keep, 2 * self.stats.half_life)
+        self.store.save_pods(json.dumps(pods, separators=(",", ":")).encode(), blob, keep_rows)
 
     def group(
-        self, usage: dict[tuple[str, str], tuple[float, float]], rejected: Counter[str]
+        self,
+        usage: dict[tuple[str, str], tuple[float, float]],
+        rejected: Counter[str],
+        keys: dict[tuple[str, str], str] | None = None,
     ) -> dict[Workload, list[PodSample]]:
-        """Samples by workload revision; pods without a known controller counted `no_owner`."""
+        """Samples by workload revision; pods without a known controller counted `no_owner`.
+        `keys`, when given, receives each owned pod's workload key."""
         if self.owners is None:
             rejected["no_owner"] += len(usage)
             return {}
@@ -127,6 +153,8 @@ class PodPoller:
                 rejected["no_owner"] += 1
                 continue
             out.setdefault(workload, []).append(PodSample(pod, cpu_m, memory))
+            if keys is not None:
+                keys[(namespace, pod)] = workload.key
         return out
 
     def _log_once(self, cause: str, message: str) -> None:

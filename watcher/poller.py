@@ -22,6 +22,7 @@ from watcher.config import Config
 from watcher.errors import ProviderError, StoreError
 from watcher.lacking import Lacking
 from watcher.nodenames import NodeNamer
+from watcher.nodepeaks import NodePeaks
 from watcher.providers.base import Fetch, Provider
 from watcher.store import Store
 from watcher.validate import validate
@@ -59,6 +60,7 @@ class Poller:
         self.holder = holder
         self.specs = config.metric_specs()
         self.window = Window(config.window)
+        self.peaks = NodePeaks()  # each node's 72-hour max, for the peak model
         self.leading = False
         self.seq = 0
         self.last_poll: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}
@@ -182,6 +184,7 @@ class Poller:
             self.window = Window(self.config.window)
             for frame in frames:
                 self.window.add(frame)
+                self.peaks.add(frame)
         elif not len(self.window) and self.config.warm_start:
             self._warm_start(now)
         log.info("poller %s active with %d frames in the window", self.holder, len(self.window))
@@ -200,6 +203,7 @@ class Poller:
             frame = self._frame(fetch, count=False)
             if frame is not None:
                 self.window.add(frame)
+                self.peaks.add(frame)
                 self._unsaved.append(frame)
 
     def _frame(self, fetch: Fetch, count: bool = True) -> Frame | None:
@@ -230,6 +234,7 @@ class Poller:
         frame = self._frame(fetch)
         if frame is not None:
             self.window.add(frame)
+            self.peaks.add(frame)
         self.window.trim(time.time())
         self.lacking.update(fetch, frame)
         ok = not fetch.errors
@@ -252,7 +257,9 @@ class Poller:
             "partial": dict(fetch.partial) or None,
             "lacking": self.lacking.counts() or None,
         }
-        nodes = snapshot.node_stats(self.window, self.specs, self.config, self.lacking.nodes)
+        nodes = snapshot.node_stats(
+            self.window, self.specs, self.config, self.lacking.nodes, self.peaks
+        )
         self.lacking.known(nodes)
         self.seq += 1
         version = f"{self.holder}:{self.seq}"

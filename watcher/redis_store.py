@@ -191,6 +191,21 @@ class RedisStore:
     def workloads_doc(self) -> bytes | None:
         return self._do("workloads", lambda: self.client.get(self.keys.workloads))
 
+    def save_pods(self, doc: bytes, rows: bytes | None, keep: float) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        keep_ms = max(self.keep_ms, int(keep * 1000))
+        pipe.set(self.keys.pods, doc, px=keep_ms)
+        if rows is not None:
+            pipe.set(self.keys.pod_rows, rows, px=keep_ms)
+        self._do("save pods", pipe.execute)
+
+    def load_pods(self) -> tuple[bytes | None, bytes | None]:
+        doc = self.pods_doc()
+        return doc, self._do("pod rows", lambda: self.client.get(self.keys.pod_rows))
+
+    def pods_doc(self) -> bytes | None:
+        return self._do("pods", lambda: self.client.get(self.keys.pods))
+
     def save_gpus(self, doc: bytes, keep: float) -> None:
         keep_ms = max(1, int(keep * 1000))
         self._do("save gpus", lambda: self.client.set(self.keys.gpus, doc, px=keep_ms))

@@ -22,6 +22,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import ThreadWorker
 
+from shared import logs
 from shared import rundir as rundirs
 from shared.lifecycle import SignalLatch
 from watcher import providers
@@ -100,7 +101,14 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
             api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
         )
     return PodPoller(
-        source, owners, store, config.profile_window, config.poll_interval, config.max_profiles
+        source,
+        owners,
+        store,
+        config.profile_window,
+        config.poll_interval,
+        config.max_profiles,
+        node_window=config.window,
+        half_life=config.pod_history_half_life,
     )
 
 
@@ -145,6 +153,8 @@ class WatcherApplication(BaseApplication):
             "keepalive": 5,
             "accesslog": None,
             "loglevel": "warning",
+            # JSON logs: gunicorn's own lines too (its access log stays off).
+            "logconfig_dict": logs.gunicorn_config(self.config.log_level, self.config.log_format),
             "when_ready": self._when_ready,
             "child_exit": self._child_exit,
             "worker_exit": self._worker_exit,
@@ -226,9 +236,7 @@ def check(config: Config) -> None:
 
 
 def serve(config: Config, latch: SignalLatch | None = None) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(config.log_level, config.log_format)
     check(config)
     rundir = rundirs.create("watcher")
     if config.redis_url and config.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -12,12 +12,16 @@ import numpy as np
 import orjson
 
 from watcher.config import Config, MetricSpec
+from watcher.nodepeaks import NodePeaks
 from watcher.staleness import horizon
 from watcher.stats import summarize
 from watcher.window import Window
 
 # order of the per-metric list in the snapshot's `nodes` entries
-STAT_FIELDS = ("avg", "std", "min", "max", "p95", "latest", "count", "first", "last", "horizon")
+# `peak`: the most the node used over the last 72 hours (watcher/nodepeaks.py), at least `max`
+STAT_FIELDS = (
+    "avg", "std", "min", "max", "p95", "latest", "count", "first", "last", "horizon", "peak"
+)  # fmt: skip
 _COUNT = STAT_FIELDS.index("count")
 
 
@@ -26,10 +30,11 @@ def node_stats(
     specs: list[MetricSpec],
     config: Config,
     lacking: dict[str, set[str]] | None = None,
+    peaks: NodePeaks | None = None,
 ) -> dict[str, Any]:
-    """{node: {metric key: [avg, std, min, max, p95, latest, count, first, last, horizon]}}.
-    Nodes in `lacking` (per key: left out of a partial answer, watcher/lacking.py) get the
-    shortest horizon."""
+    """{node: {metric key: [avg, std, min, max, p95, latest, count, first, last, horizon,
+    peak]}}. Nodes in `lacking` (per key: left out of a partial answer, watcher/lacking.py) get
+    the shortest horizon; `peak` is the window's max when `peaks` knows nothing longer."""
     nodes = window.nodes()
     out: dict[str, dict[str, list]] = {n: {} for n in nodes}
     if not nodes:
@@ -42,6 +47,10 @@ def node_stats(
         s["horizon"] = horizon(s["volatility"], config.tolerance, low, high)
         cut = [index[n] for n in (lacking or {}).get(spec.key, ()) if n in index]
         s["horizon"][cut] = np.minimum(s["horizon"][cut], low)
+        longer = (
+            peaks.peaks(spec.key, nodes, float(np.nanmax(times))) if peaks and len(times) else None
+        )
+        s["peak"] = s["max"] if longer is None else np.fmax(s["max"], longer)
         # One N x 10 matrix to Python lists in one call (a tuple per node from zip(*columns)
         # and a list from each cost twice as long at 20,000 nodes); count back to an int.
         rows = np.column_stack([np.round(s[f], 3) for f in STAT_FIELDS]).tolist()

@@ -40,6 +40,16 @@ class Store(Protocol):
 
     def workloads_doc(self) -> bytes | None: ...
 
+    def save_pods(self, doc: bytes, rows: bytes | None, keep: float) -> None:
+        """Persist the per-pod statistics' document, and their rows when given; both expire
+        `keep` seconds after the last write."""
+
+    def load_pods(self) -> tuple[bytes | None, bytes | None]:
+        """(statistics document, rows)."""
+        ...
+
+    def pods_doc(self) -> bytes | None: ...
+
     def save_gpus(self, doc: bytes, keep: float) -> None:
         """Persist the GPU windows' document (watcher/gpus.py); it expires after `keep`
         seconds without a write."""
@@ -69,6 +79,8 @@ class MemoryStore:
         self._workloads: bytes | None = None
         self._rings: dict[str, bytes] = {}
         self._gpus: bytes | None = None
+        self._pods: bytes | None = None
+        self._pod_rows: bytes | None = None
         self._lock = threading.Lock()
 
     def ping(self) -> None:
@@ -104,6 +116,19 @@ class MemoryStore:
 
     def workloads_doc(self) -> bytes | None:
         return self._workloads
+
+    def save_pods(self, doc: bytes, rows: bytes | None, keep: float) -> None:
+        with self._lock:
+            self._pods = doc
+            if rows is not None:
+                self._pod_rows = rows
+
+    def load_pods(self) -> tuple[bytes | None, bytes | None]:
+        with self._lock:
+            return self._pods, self._pod_rows
+
+    def pods_doc(self) -> bytes | None:
+        return self._pods
 
     def save_gpus(self, doc: bytes, keep: float) -> None:
         self._gpus = doc

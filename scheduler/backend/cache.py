@@ -35,6 +35,7 @@ from kubernetes.client.rest import ApiException
 from scheduler.framework import NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.clusterindex import (
     CSI_NODES,
+    DEPLOYMENTS,
     NAMESPACES,
     PDBS,
     PVCS,
@@ -318,13 +319,19 @@ def _placed_changed(known: PodInfo, meta: dict[str, Any]) -> bool:
     )
 
 
+# Kinds a cache watches only when its owner asks (the scheduler's plugins never read them).
+OPTIONAL_PATHS = {DEPLOYMENTS: "/apis/apps/v1/deployments"}
+
+
 class ClusterCache:
     def __init__(
         self,
         api: client.ApiClient,
         scheduler_names: Iterable[str],
         listener: Listener,
+        more_kinds: Iterable[str] = (),
     ) -> None:
+        """`more_kinds`: objects beyond the plugins' to list and watch (OPTIONAL_PATHS)."""
         self.lock = threading.RLock()
         self._life = Lifecycle("cache")
         self.nodes: dict[str, NodeInfo] = {}
@@ -362,6 +369,7 @@ class ClusterCache:
             REPLICA_SETS: "/apis/apps/v1/replicasets",
             STATEFUL_SETS: "/apis/apps/v1/statefulsets",
             PDBS: "/apis/policy/v1/poddisruptionbudgets",
+            **{kind: OPTIONAL_PATHS[kind] for kind in more_kinds},
         }
         self.object_reflectors = [
             Reflector(

@@ -26,6 +26,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.profile import FILTER_TALLY, PRE_FILTER_PLUGIN, ScoreParts
 from scheduler.framework.status import PRE_FILTER_REJECTION
+from scheduler.plugins import peak_fit
 from scheduler.plugins.helpers import loadview
 
 # The rule kube-scheduler and Ballast use; said in the record so nobody has to guess.
@@ -125,9 +126,12 @@ def top_indices(totals: np.ndarray, k: int) -> list[int]:
     return np.argsort(-totals, kind="stable")[:k].tolist()
 
 
-def scores(parts: ScoreParts, chosen: str, snap: Snapshot, k: int) -> list[Any]:
+def scores(
+    parts: ScoreParts, chosen: str, snap: Snapshot, k: int, state: CycleState | None = None
+) -> list[Any]:
     """[plugins [[name, weight, skipped]], winner [node, total, ties, runner-up node, its
-    total], top rows [[node, total, [[raw, normalised] per plugin scored], load view]]]."""
+    total], top rows [[node, total, [[raw, normalised] per plugin scored], load view, PeakFit's
+    prediction or None]]]; `state`: the cycle's, when PeakFit kept its parts there."""
     names, totals = parts.names, parts.totals
     top = top_indices(totals, k)
     win = next((i for i in top if names[i] == chosen), -1)
@@ -148,6 +152,7 @@ def scores(parts: ScoreParts, chosen: str, snap: Snapshot, k: int) -> list[Any]:
                 int(totals[i]),
                 [[raw[i], norm[i]] for raw, norm in scored],
                 load_view(node, snap) if node is not None else None,
+                peak_fit.parts_of(state, names[i]) if state is not None else None,
             ]
         )
     runner = next((i for i in top if i != win), None)
@@ -171,8 +176,11 @@ def placed(
 ) -> dict[str, Any]:
     """The record of a pod placed on `chosen`; `parts` None when one node was feasible."""
     doc = _common(pod, counts, reasons, state, predicted_cpu_m)
+    peaks = state.get(peak_fit.PARTS)
+    if peaks:
+        doc["pk"] = peaks.get("", "")
     if parts is not None:
-        doc["s"] = scores(parts, chosen, snap, k)
+        doc["s"] = scores(parts, chosen, snap, k, state if peaks else None)
     else:
         node = snap.nodes.get(chosen)
         view = load_view(node, snap) if node is not None else None
@@ -233,6 +241,8 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
     }
     if "s" in doc:
         out["scores"] = _expand_scores(*doc["s"])
+        if "pk" in doc:
+            out["scores"]["peakPodFrom"] = doc["pk"]
         total, considered = doc["n"][0], doc["n"][1]
         if out["scores"]["winner"]["total"] is None and considered == 1 < total:
             out["scores"]["winner"]["tieBreak"] = NOMINATED_FIRST
@@ -261,7 +271,8 @@ def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
     elif ties > 1:
         tie_break = RANDOM_TIE_BREAK
     top = []
-    for name, row_total, parts, view in rows:
+    for name, row_total, parts, view, *more in rows:  # records before PeakFit had 4 fields
+        peak = more[0] if more else None
         top.append(
             {
                 "node": name,
@@ -271,6 +282,7 @@ def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
                     for (plugin, weight), (raw, norm) in zip(scored, parts, strict=True)
                 },
                 "load": _expand_load(view),
+                **({"peak": _expand_peak(peak)} if peak else {}),
             }
         )
     return {
@@ -285,6 +297,20 @@ def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
         },
         "top": top,
     }
+
+
+def _expand_peak(parts: list[Any]) -> dict[str, Any]:
+    """PeakFit's prediction for one node: how its pods were counted, then per resource the
+    predicted peak with the pod, its two predictors, which won, and the pod's share of it."""
+    mode, measured, estimated, *resources = parts
+    out: dict[str, Any] = {"from": mode, "podsMeasured": measured, "podsEstimated": estimated}
+    for resource, values in zip((CPU, MEMORY), resources, strict=False):
+        entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=False)}
+        node_peak = values[7] if len(values) > 7 else 0.0
+        terms = [(values[1], peak_fit.RC_LIKE), (values[2], peak_fit.N_SIGMA)]
+        entry["won"] = max([*terms, (node_peak, peak_fit.NODE_PEAK)], key=lambda t: t[0])[1]
+        out[resource] = entry
+    return out
 
 
 def _expand_load(view: list[Any] | None) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ class _Metric:
     std: float | None
     latest: float | None
     p95: float | None
+    peak: float | None
     last_sample: float  # local clock
     horizon: float | None
     expiry: float
@@ -108,6 +109,7 @@ def parse_ballast(doc: Any, fetched_at: float) -> dict[str, dict[str, _Metric]]:
                 std=_num(m.get("std"), f"{w}.std"),
                 latest=_num(m.get("latest"), f"{w}.latest"),
                 p95=_num(m.get("p95"), f"{w}.p95"),
+                peak=_num(m.get("peak"), f"{w}.peak"),
                 last_sample=fetched_at - age,
                 horizon=_num(m.get("horizon"), f"{w}.horizon"),
                 expiry=expiry,
@@ -146,7 +148,15 @@ def parse_envelope(
             entry = parsed.get(key)
             if entry is None:
                 entry = parsed[key] = _Metric(
-                    None, None, None, None, fetched_at - age, horizon, max(expiry, horizon), FRESH
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    fetched_at - age,
+                    horizon,
+                    max(expiry, horizon),
+                    FRESH,
                 )
             if m.operator == wire.AVG:
                 entry.avg = m.value
@@ -181,6 +191,7 @@ def current_loads(
                 age=age,
                 last_sample=m.last_sample,
                 p95=m.p95,
+                peak=m.peak,
                 horizon=m.horizon,
                 expiry=m.expiry,
             )
@@ -200,19 +211,26 @@ _UNREADABLE = (-1, -1, -1)
 
 
 class BearerToken:
-    """The watcher's bearer token: a fixed string, or a file re-read whenever it changes (a
-    rotated Kubernetes Secret swaps the file under its mount)."""
+    """A bearer token (the watcher's, or the one this replica's own API asks for): a fixed
+    string, or a file re-read whenever it changes (a rotated Kubernetes Secret swaps the file
+    under its mount)."""
 
-    def __init__(self, token: str = "", path: str = "") -> None:
+    def __init__(self, token: str = "", path: str = "", what: str = "watcher token") -> None:
         self._token = token.strip()
         self._path = path
+        self._what = what  # named in the warning about an unreadable file
         self._stamp: tuple[int, int, int] | None = None
         self.reads = 0
 
-    def headers(self) -> dict[str, str]:
+    def value(self) -> str:
+        """The current token ("" for none); an unreadable file keeps the last one."""
         if self._path:
             self._reload()
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        return self._token
+
+    def headers(self) -> dict[str, str]:
+        token = self.value()
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _reload(self) -> None:
         try:
@@ -223,7 +241,7 @@ class BearerToken:
             token = Path(self._path).read_text().strip()
         except OSError as exc:
             if self._stamp != _UNREADABLE:  # once per change, not once per fetch
-                log.warning("watcher token file %s: %s; keeping the last token", self._path, exc)
+                log.warning("%s file %s: %s; keeping the last token", self._what, self._path, exc)
             self._stamp = _UNREADABLE
             return
         self._stamp = stamp

@@ -42,7 +42,17 @@ REPLICA_SETS = "replicasets"
 STATEFUL_SETS = "statefulsets"
 SELECTOR_KINDS = (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
 PDBS = "poddisruptionbudgets"  # policy/v1, read by preemption
-OBJECT_KINDS = (NAMESPACES, PVCS, PVS, STORAGE_CLASSES, CSI_NODES, *SELECTOR_KINDS, PDBS)
+DEPLOYMENTS = "deployments"  # watched by the rebalancer only: its opt-out annotation
+OBJECT_KINDS = (
+    NAMESPACES,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    *SELECTOR_KINDS,
+    PDBS,
+    DEPLOYMENTS,
+)
 
 _NONE: frozenset[str] = frozenset()
 # Selectors counted per namespace; the least recently asked one goes beyond this (a pod per

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from scheduler.framework.clusterindex import ClusterIndex
 from scheduler.framework.gpus import NO_GPUS, GpuLoads
+from scheduler.framework.podusage import NO_POD_USAGE, PodUsage
 from scheduler.framework.types import NodeInfo, NodeLoad, PodInfo
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 
@@ -26,6 +27,8 @@ class Snapshot:
     workloads: WorkloadProfiles = NO_PROFILES
     # each GPU node's GPUs, from the watcher (plugins/gpu_load.py)
     gpus: GpuLoads = NO_GPUS
+    # each measured pod's usage statistics, from the watcher (plugins/peak_fit.py)
+    pod_usage: PodUsage = NO_POD_USAGE
 
 
 def snapshot_of(

@@ -4,6 +4,7 @@ reads in snapshot.py, a filter's Status in status.py, the extension points in in
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,7 @@ class MetricStats:
     p95: float | None = None
     horizon: float | None = None  # seconds a sample stays fresh (Ballast's adaptive staleness)
     expiry: float | None = None  # seconds after which a sample is no data at all
+    peak: float | None = None  # the most used over the last 72 hours (the peak model's node term)
 
 
 @dataclass
@@ -107,6 +109,9 @@ class NodeInfo:
     room_cpu: int = field(init=False, default=0)
     room_memory: int = field(init=False, default=0)
     room_pods: int = field(init=False, default=0)
+    # Changes with every pod added or taken off (unique across nodes): what a plugin caching
+    # a sum over the node's pods between cycles keys it by (plugins/peak_fit.py).
+    version: int = field(init=False, default=0, compare=False)
 
     def __post_init__(self) -> None:
         self.capacity_cpu = self.capacity.get(CPU, 0)
@@ -130,6 +135,7 @@ class NodeInfo:
         self.used_ports = old.used_ports
         self.affinity_pods = old.affinity_pods
         self.anti_affinity_pods = old.anti_affinity_pods
+        self.version = next(_VERSIONS)
         self._count_room()
 
     def add_pod(self, pod: PodInfo) -> None:
@@ -151,6 +157,7 @@ class NodeInfo:
             self.affinity_pods[pod.uid] = pod
         if pod.has_required_anti_affinity:
             self.anti_affinity_pods[pod.uid] = pod
+        self.version = next(_VERSIONS)
         self._count_room()
 
     def remove_pod(self, pod: PodInfo) -> bool:
@@ -174,6 +181,7 @@ class NodeInfo:
                 self.used_ports.pop(port, None)
         self.affinity_pods.pop(known.uid, None)
         self.anti_affinity_pods.pop(known.uid, None)
+        self.version = next(_VERSIONS)
         self._count_room()
         return True
 
@@ -201,6 +209,7 @@ def _sum_parts(pod: PodInfo) -> tuple[tuple[int, str, int], ...]:
 
 
 _SUM_PARTS = "NodeInfo.sum_parts"
+_VERSIONS = itertools.count(1)
 
 
 class CycleState(dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from kubernetes import client, config
 
 from scheduler.framework.errors import ConfigError
+from shared import logs
 from shared.lifecycle import SignalLatch, ignore_stop_signals
 
 
@@ -29,14 +31,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     p.add_argument(
         "--listen",
-        default="0.0.0.0:10260",
-        help="HOST:PORT for /metrics, /status, /decisions, /healthz (default %(default)s; "
-        "empty: off)",
+        default=":10260",
+        help="HOST:PORT for /metrics, /status, /decisions, /healthz (default %(default)s: every "
+        "address, IPv4 and IPv6; empty: off)",
     )
     p.add_argument("--dry-run", action="store_true", help="decide and report, evict nothing")
+    p.add_argument(
+        "--api-token-file",
+        default="",
+        help="file holding a token /status and /decisions requests must carry as a bearer token "
+        "(read again when it changes)",
+    )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    logs.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -56,9 +64,7 @@ def _api(kubeconfig: str | None) -> client.ApiClient:
 
 def run(args: argparse.Namespace) -> int:
     latch = SignalLatch()
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(args.log_level, args.log_format)
     from scheduler.config.profiles import build_profiles
     from scheduler.rebalancer import settings
     from scheduler.rebalancer.runtime import Options, Rebalancer
@@ -76,8 +82,15 @@ def run(args: argparse.Namespace) -> int:
     except (config.ConfigException, OSError) as exc:
         print(f"ballast rebalancer: no cluster access: {exc}", file=sys.stderr)
         return 2
+    if args.api_token_file and not os.access(args.api_token_file, os.R_OK):
+        print(f"ballast rebalancer: --api-token-file: cannot read {args.api_token_file}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     options = Options(
-        listen=args.listen or None, watcher_interval=args.watcher_interval, identity=args.identity
+        listen=args.listen or None,
+        watcher_interval=args.watcher_interval,
+        identity=args.identity,
+        api_token_file=args.api_token_file,
     )
     rebalancer = Rebalancer(cfg, api, profiles, options)
     threading.Thread(target=rebalancer.start, name="start", daemon=True).start()

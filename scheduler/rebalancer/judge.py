@@ -20,6 +20,13 @@ The replacement is predicted as the scheduler predicts a new pod (a profile's CP
 floor); what the victim takes off its node is its profile without the floor (an idle victim
 relieves nothing).
 
+The replacement goes where the scheduler puts it: the best-scored of every feasible node, not of
+the candidate targets alone, gets the relief booked on it, and a move is refused when the node
+that would get it (or, at scale, any node that wins one of the samples the cycle may score:
+landing.py) is the hot node, another hot node, one the pod pushes over high or one without
+fresh figures. Every candidate is judged and the cheapest set of approved moves that brings the
+node under high is taken (selection.py). Each judged scheduler's pods by their own profile.
+
 A GPU-hot node (gpuhot.py; profiles with GpuLoad) is hot for its GPU pods only: when it is
 confirmed GPU-hot and not CPU-hot, only pods requesting a GPU resource are its candidates, one
 move per round (the GPU figures show the relief only on later samples; the node rests after
@@ -38,12 +45,16 @@ from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
+from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.snapshot import TrialEdit
-from scheduler.rebalancer import gpuhot, limits, victims
-from scheduler.rebalancer.classify import COLD, NORMAL, Classification
+from scheduler.rebalancer import gpuhot, limits, selection, victims
+from scheduler.rebalancer.classify import COLD, HOT, NORMAL, Classification
+from scheduler.rebalancer.landing import possible_winners
 from scheduler.rebalancer.settings import RebalancerSettings
 
 NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "relieved"
+ELSEWHERE = "scheduler-would-place-elsewhere"
+TOO_LITTLE, NOT_CHOSEN = "too-little-relief", "not-chosen"
 
 # The scheduler's RecentlyBound defaults (its --provider-lag and recent max age): a bound pod
 # counts on its node until the node's newest sample is this much later than the bind.
@@ -125,19 +136,23 @@ class Judge:
         estimator: victims.Estimator,
         busy: Callable[[victims.Workload], bool],
         gpu_names: tuple[str, ...] = (),
+        aside: Callable[[PodInfo], str] = lambda pod: "",
+        profiles: dict[str, Profile] | None = None,
+        percentage: int = 0,
     ) -> None:
+        """`profiles`: each judged scheduler's own profile (a pod is judged by the profile of
+        its schedulerName; `profile` for the others); `percentage`: the scheduler's
+        percentageOfNodesToScore (0: upstream's adaptive share)."""
         self.profile = profile
+        self.profiles = profiles or {profile.scheduler_name: profile}
+        self.percentage = percentage
         self.settings = settings
         self.estimator = estimator
         # What a victim takes off its node is what it uses now: its profile without the floor
         # that guards a new replica's prediction (an idle victim relieves nothing).
-        self.leaving = victims.Estimator(
-            estimator.default_cpu_m,
-            estimator.multiplier,
-            replace(estimator.args, profile_floor=0.0),
-            estimator.profiles,
-        )
+        self.leaving = estimator.with_args(replace(estimator.args, profile_floor=0.0))
         self.busy = busy
+        self.aside = aside  # why a pod whose eviction failed lately is passed over; "" if not
         self.gpu_names = gpu_names  # GpuLoad's resourceNames: the pods a GPU-hot node may lose
         self.gpu_hot: dict[str, list[GpuStats]] = {}
         self.gpu_only: frozenset[str] = frozenset()
@@ -247,9 +262,8 @@ class Judge:
         if not ordered:
             out.skips.append(Skip(node.name, "", NO_TARGET, "no pod may be moved"))
         gpu_moves = 0
+        passed: list[tuple[PodInfo, victims.Workload]] = []
         for pod in ordered:
-            if gpu_moves if gpu else not self._over(usage[node.name], view):
-                break
             workload = victims.workload_of(pod)
             assert workload is not None  # eligible pods have a controller
             refused = budget.refusal(node.name, pod.namespace, workload)
@@ -262,9 +276,21 @@ class Judge:
             if refused:
                 out.skips.append(Skip(node.name, pod.key, refused))
                 continue
+            failed = self.aside(pod)
+            if failed:
+                out.skips.append(Skip(node.name, pod.key, failed, "its eviction failed lately"))
+                continue
             if self.busy(workload):
                 out.skips.append(Skip(node.name, pod.key, limits.WORKLOAD_UNAVAILABLE))
                 continue
+            passed.append((pod, workload))
+        if not gpu:
+            passed = self._choose(node, passed, view, snap, usage, budget, out)
+        for pod, workload in passed:
+            if gpu_moves if gpu else not self._over(usage[node.name], view):
+                break
+            if budget.refusal(node.name, pod.namespace, workload):
+                break  # the chosen set was sized to the limits; a workload twice is not
             replacement = replacement_of(pod)
             target, detail = self._target(pod, replacement, node, view, snap, usage, out.moves)
             if target is None:
@@ -307,6 +333,64 @@ class Judge:
             if move.source == node.name:
                 move.source_after = dict(usage[node.name])
         return True
+
+    def _choose(
+        self,
+        node: NodeInfo,
+        passed: list[tuple[PodInfo, victims.Workload]],
+        view: Classification,
+        snap: Snapshot,
+        usage: dict[str, dict[str, float]],
+        budget: limits.RoundBudget,
+        out: Plan,
+    ) -> list[tuple[PodInfo, victims.Workload]]:
+        """Every candidate judged, then the cheapest set of approved moves that brings the node
+        under high (selection.py), in the order to make them; the others skipped with why."""
+        s = self.settings
+        need = {r: v - view.high[r] for r, v in usage[node.name].items() if v > view.high[r]}
+        if not need:
+            return []
+        room = min(
+            s.max_per_node - budget.per_node.get(node.name, 0), s.max_per_round - budget.total
+        )
+        main = max(need, key=lambda r: need[r])
+        judged: list[tuple[PodInfo, victims.Workload, dict[str, float]]] = []
+        reliefs = [
+            (pod, workload, {r: self.leaving.percent(pod, node, r) for r in usage[node.name]})
+            for pod, workload in passed
+        ]
+        # The most relieving first, and no more approved than the set search looks at: each
+        # judgement filters and scores the whole cluster twice.
+        reliefs.sort(key=lambda pwr: -pwr[2][main])
+        for pod, workload, relief in reliefs:
+            if len(judged) >= selection.MAX_OPTIONS:
+                out.skips.append(Skip(node.name, pod.key, NOT_CHOSEN, "more relieving moves"))
+                continue
+            if relief[main] < s.min_relief:
+                detail = f"predicted {relief[main]:.1f} points of {main} off the node"
+                out.skips.append(Skip(node.name, pod.key, TOO_LITTLE, detail))
+                continue
+            target, why = self._target(pod, replacement_of(pod), node, view, snap, usage, out.moves)
+            if target is None:
+                out.skips.append(Skip(node.name, pod.key, why[0], why[1]))
+                continue
+            judged.append((pod, workload, relief))
+        if not judged:
+            return []
+        prices = selection.costs(
+            [p.priority for p, _, _ in judged],
+            [victims.QOS_RANK[victims.qos_class(p)] for p, _, _ in judged],
+        )
+        options = [
+            selection.Option(pod.key, relief, cost)
+            for (pod, _, relief), cost in zip(judged, prices, strict=True)
+        ]
+        chosen = [o.key for o in selection.choose(options, need, room)]
+        by_key = {pod.key: (pod, workload) for pod, workload, _ in judged}
+        for pod, _, _ in judged:
+            if pod.key not in chosen:
+                out.skips.append(Skip(node.name, pod.key, NOT_CHOSEN, "a cheaper set relieves"))
+        return [by_key[k] for k in chosen]
 
     @staticmethod
     def _over(values: dict[str, float], view: Classification) -> bool:
@@ -357,17 +441,39 @@ class Judge:
         if not common:
             detail = f"{dying.passing} of {len(candidates)} candidates pass the filters while it "
             return None, (NO_TARGET, detail + "terminates; none fits both then and once deleted")
+        # The scheduler's pick: the best of every feasible node, not of our candidates alone (a
+        # third node can outscore the target, and the relief goes where the pod goes).
         first = views[-1][0]  # the view the scheduler most likely decides in
-        best = max(common, key=lambda n: (first.scores[n], n))
+        others = [n for n in first.order if n != source.name]
+        best = max(others, key=lambda n: (first.scores[n], n))
         margin = self.settings.score_margin
         for v, when in views:
             back = v.scores.get(source.name)
-            if back is not None and v.scores[best] - back <= margin:
+            if back is not None and best in v.scores and v.scores[best] - back <= margin:
                 detail = (
                     f"{source.name} scores {back}, {best} {v.scores[best]}{when}: "
                     f"not more than {margin} points apart"
                 )
                 return None, (GOES_BACK, detail)
+        # At scale a cycle scores a sample: every node that wins one may get the replacement,
+        # and each must be one it may land on (never the source, a hot node, or one the pod
+        # would push over high).
+        sample = nodes_to_find(len(snap.nodes), self.percentage)
+        for v, when in views:
+            won = possible_winners([v.scores[n] for n in v.order], sample)
+            winners = sorted((v.order[i] for i in won), key=lambda n: (-v.scores[n], n))
+            if source.name in winners:
+                detail = f"{source.name} scores {v.scores[source.name]}, the best of a sample{when}"
+                return None, (GOES_BACK, detail)
+            unsafe = [n for n in [best, *winners] if n not in v.safe]
+            if unsafe:
+                other = unsafe[0]
+                state = view.state.get(other, "unknown")
+                detail = (
+                    f"{other} ({state}; with the pod over high or not known) scores "
+                    f"{v.scores.get(other, '-')}{when}: the scheduler may place it there"
+                )
+                return None, (ELSEWHERE, detail)
         return snap.nodes[best], ("", "")
 
     def _view(
@@ -382,27 +488,36 @@ class Judge:
         scored together, as a cycle does (normalised scores depend on the set scored, so a
         subset could rank the hot node and the targets otherwise)."""
         state = CycleState()
-        feasible, _ = self.profile.filter(replacement, list(snap.nodes.values()), snap, state)
-        out = _View(feasible=len(feasible))
+        profile = self.profiles.get(replacement.scheduler_name, self.profile)
+        feasible, _ = profile.filter(replacement, list(snap.nodes.values()), snap, state)
+        out = _View(feasible=len(feasible), order=[n.name for n in feasible])
         for n in feasible:
-            if n.name not in candidates:
+            if n.name not in usage or n.name in self.gpu_hot or view.state.get(n.name) == HOT:
                 continue
-            out.passing += 1
             after = {
                 r: v + self.estimator.percent(replacement, n, r) for r, v in usage[n.name].items()
             }
-            if all(after[r] < view.high[r] for r in after):
+            under = all(after[r] < view.high[r] for r in after)
+            if under:
+                out.safe.add(n.name)
+            if n.name not in candidates:
+                continue
+            out.passing += 1
+            if under:
                 out.fits.append(n.name)
         if len(feasible) == 1:
             out.scores = {feasible[0].name: 0}
         elif feasible and out.fits:
-            out.scores = self.profile.score(replacement, feasible, snap, state)
+            out.scores = profile.score(replacement, feasible, snap, state)
         return out
 
 
 @dataclass
 class _View:
     feasible: int  # nodes passing the filters
+    order: list[str] = field(default_factory=list)  # their names, in the cluster's node order
     passing: int = 0  # of them, candidate targets
     fits: list[str] = field(default_factory=list)  # of those, the ones that stay under high
+    # feasible nodes the replacement may land on: known, not hot, under high with it
+    safe: set[str] = field(default_factory=set)
     scores: dict[str, int] = field(default_factory=dict)  # every feasible node's

@@ -9,9 +9,11 @@ minute, and how long a node rests after an eviction.
   ready. The controller's status comes from the cache, so a new leader knows it at once.
 - `budget_at_limit`: a PodDisruptionBudget over the workload's pods whose status allows no
   disruption now, read from the cache: such a budget is not asked at all.
-- `Refusals`: a workload whose eviction a budget refused is not tried again (its budget not
-  asked again) until the refusing node's rest period is over.
-- `TokenBucket`: the eviction rate (evictionsPerMinute, burst maxPerRound).
+- `SetAside`: a pod (or its whole workload, when the refusal is about the workload: its budget,
+  an admission webhook or policy) whose eviction failed is not tried again until the node's
+  rest period is over; the round goes on to the node's next move.
+- `TokenBucket`: the eviction rate (evictionsPerMinute, burst maxPerRound); a request the API
+  server refused gives its token back, so refusals never use up the rate meant for evictions.
 - `Cooldowns`: a node that lost a pod is left alone until the watcher's window holds no sample
   from before the eviction.
 """
@@ -30,6 +32,7 @@ from scheduler.rebalancer.victims import Workload, controller_object
 PER_NODE, PER_NAMESPACE, PER_ROUND = "node-limit", "namespace-limit", "round-limit"
 PER_WORKLOAD = "workload-limit"
 WORKLOAD_UNAVAILABLE = "workload-unavailable"
+SET_ASIDE = "set-aside"  # its eviction failed within the node's rest period
 _STATUS_KINDS = {"ReplicaSet": REPLICA_SETS, "StatefulSet": STATEFUL_SETS}
 # An eviction of ours stays "on its way" at most this long; then only the controller's status
 # decides (a replacement that never turns ready keeps the workload busy through that status).
@@ -134,20 +137,24 @@ def budget_at_limit(workload: Workload, index: ClusterIndex) -> str:
     return ""
 
 
-class Refusals:
-    """Workloads a disruption budget refused, each until a moment (Unix time)."""
+class SetAside:
+    """Pods (by uid) and workloads (by key) whose eviction failed, each until a moment (Unix
+    time), with the failure's reason."""
 
     def __init__(self) -> None:
-        self.until: dict[str, float] = {}
+        self.until: dict[str, tuple[float, str]] = {}
 
-    def add(self, workload: Workload, until: float) -> None:
-        self.until[workload.key] = max(self.until.get(workload.key, 0.0), until)
+    def add(self, key: str, until: float, why: str) -> None:
+        if until > self.until.get(key, (0.0, ""))[0]:
+            self.until[key] = (until, why)
 
-    def active(self, workload: Workload, now: float) -> bool:
-        return self.until.get(workload.key, 0.0) > now
+    def why(self, key: str, now: float) -> str:
+        """The reason `key` is set aside at `now`; "" when it is not."""
+        until, why = self.until.get(key, (0.0, ""))
+        return why if until > now else ""
 
     def prune(self, now: float) -> None:
-        for key in [k for k, t in self.until.items() if t <= now]:
+        for key in [k for k, (t, _) in self.until.items() if t <= now]:
             del self.until[key]
 
 
@@ -169,6 +176,10 @@ class TokenBucket:
             self._tokens -= 1.0
             return True
         return False
+
+    def give_back(self) -> None:
+        """A token taken for a request that evicted nothing."""
+        self._tokens = min(float(self.burst), self._tokens + 1.0)
 
 
 class Cooldowns:

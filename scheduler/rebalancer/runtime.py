@@ -1,8 +1,9 @@
-"""Wires the rebalancer's parts and runs its rounds.
+"""Wires the rebalancer's parts and runs its rounds (rounds.py plans each, actor.py acts).
 
 cache (watches) --nodes, pods, controllers--> round;  metrics client (thread) --loads--> round
-round: classify -> hot streaks -> judge (the profile, on the cache's snapshot) -> limits ->
-       Eviction + Events;  leader elector gates the writes;  /metrics, /status, /decisions.
+round: classify -> hot streaks -> judge (the profiles, on the cache's snapshot) -> limits ->
+       actor (actor.py: Eviction + Events);  leader elector gates the writes;
+       /metrics, /status, /decisions.
 
 Every replica observes (streaks need history, so a standby that takes over can act without
 waiting), only the leader evicts: the Lease is renewed right before each Eviction call and the
@@ -10,14 +11,11 @@ call must end before the renew deadline, with a margin of one retry period; a Le
 another's hands ends the round at once and the process exits (as the scheduler does), so its
 restart comes back as a standby with fresh state.
 
-A refused eviction never blocks a node: a workload whose budget is at its limit (its status in
-the cache says so) is passed over, and one whose budget refused with 429 is not tried again (its
-budget not asked again) for the node's rest period; the round re-plans the node without it and
-goes on to its next candidate, within the round's limits.
-
-A dry run holds the write only: the node rests, its streak resets, the rate and the round's
-limits are spent as a live eviction would spend them, so it reports the moves a live run would
-make. The kill switch holds moves without any of that, so that released it acts at once.
+No failed eviction blocks a node: the actor sets a failed move's pod (or workload) aside for
+the node's rest period, and the round plans the node again without it and goes on to its next
+candidate, within the round's limits; a workload whose budget is at its limit (its status in
+the cache says so) is passed over without asking. An intent that cannot be recorded, or a
+leadership that cannot be confirmed, ends the round.
 
 A new leader first reads back which nodes are resting from the Events any leader wrote, and
 every replica reads which workloads are short a replica from their controllers' status in the
@@ -42,48 +40,33 @@ from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.recent import RecentlyBound
-from scheduler.framework import CPU, PodInfo, Snapshot
-from scheduler.framework.gpus import GpuStats
+from scheduler.framework import PodInfo
+from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, gpuhot, limits
-from scheduler.rebalancer.classify import (
-    HOT,
-    UNKNOWN,
-    Classification,
-    HotStreaks,
-    classify,
-    classify_gpus,
+from scheduler.rebalancer.actor import (
+    DEFAULT_WINDOW_S,
+    Actor,
+    Memory,
 )
-from scheduler.rebalancer.judge import Judge, Move, Plan
+from scheduler.rebalancer.classify import (
+    HotStreaks,
+)
+from scheduler.rebalancer.rounds import Judging, Rounds
 from scheduler.rebalancer.settings import RebalancerConfig
 from scheduler.rebalancer.status import (
-    EVICT,
-    SKIP,
-    WOULD_EVICT,
-    Decision,
     DecisionLog,
     StatusServer,
     Telemetry,
 )
-from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible, workload_of
+from scheduler.rebalancer.victims import Estimator
+from shared import listen
 from shared.lifecycle import Lifecycle, join
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW_S = 300.0  # the watcher's default window, when its answer names no expiry
 STOP_GRACE = 3.0
-DRY_RUN, KILL_SWITCH, RATE_LIMIT = "dry-run", "kill-switch", "rate-limit"
-NO_HISTORY = "leader-history-unreadable"
-NOT_LEADING = "leadership-not-confirmed"
-# A 429 that is the API server throttling: tried again after its retryAfterSeconds (else this
-# backoff, doubling), each attempt behind a fresh leadership confirmation.
-THROTTLE_ATTEMPTS = 3
-THROTTLE_BACKOFF_S = 0.5
-THROTTLE_MAX_S = 5.0
-REPLANS = 10  # a node re-planned at most this often in a round (each refusal drops a workload)
-# Held or carried out: what the round's limits and the node's rest count.
-ACTED = (evictions.EVICTED, WOULD_EVICT)
 
 
 @dataclass
@@ -95,6 +78,7 @@ class Options:
     provider_lag: float = 15.0
     sync_timeout: float = 60.0
     identity: str = ""
+    api_token_file: str = ""  # when set, /status and /decisions need its token (re-read)
 
 
 class _Quiet:
@@ -127,7 +111,8 @@ class Rebalancer:
         self.identity = opts.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.profile = profiles[s.profile]
         sched = cfg.scheduler
-        self.cache = ClusterCache(api, (), _Quiet())
+        # Deployments too: their opt-out annotation, up the owner chain, without a GET per pod.
+        self.cache = ClusterCache(api, (), _Quiet(), more_kinds=(DEPLOYMENTS,))
         self.metrics = MetricsClient(
             sched.watcher_address,
             interval=opts.watcher_interval,
@@ -142,19 +127,20 @@ class Rebalancer:
             headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
         )
         self.estimator = Estimator.for_profile(self.profile, self.profiles_client.profiles)
-        # Our moves, counted on their targets until the window shows the replacement there.
-        self.recent = RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S)
-        self.writer = evictions.Writer(api, self.identity)
-        self.in_flight = limits.InFlight()
-        self.bucket = limits.TokenBucket(s.evictions_per_minute, s.max_per_round)
-        self.cooldowns = limits.Cooldowns()
-        self.refusals = limits.Refusals()
-        self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
-        self.streaks = HotStreaks()
+        # What the rounds remember: our moves' effects (the replacements counted on their
+        # targets until the window shows them there), rests, streaks, failures set aside.
+        self.memory = mem = Memory(
+            bucket=limits.TokenBucket(s.evictions_per_minute, s.max_per_round),
+            cooldowns=limits.Cooldowns(),
+            aside=limits.SetAside(),
+            in_flight=limits.InFlight(),
+            recent=RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
+            streaks=HotStreaks(),
+            gpu_streaks=HotStreaks(),
+        )
         # GPU-hot nodes (gpuhot.py), only when the judging profile uses GpuLoad: their own
         # streaks, on the GPUs' sample times, and the watcher's GPU windows fetched for them.
         self.gpu_names = gpuhot.gpu_resource_names(self.profile)
-        self.gpu_streaks = HotStreaks()
         self.gpus_client = GpusClient(
             sched.watcher_address if self.gpu_names is not None else None,
             interval=opts.watcher_interval,
@@ -162,7 +148,6 @@ class Rebalancer:
             idle=max(1.0, 2 * opts.watcher_interval),
             headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
         )
-        self.judge = Judge(self.profile, s, self.estimator, self._busy, self.gpu_names or ())
         self.telemetry = Telemetry()
         self.decisions = DecisionLog()
         le = sched.leader_election
@@ -179,20 +164,50 @@ class Rebalancer:
                 on_lost=self._lost_lease,
             )
         self.lost_lease = threading.Event()
-        self._restored_term: int | None = None
-        self.last: dict[str, Any] = {}
+        self._life = Lifecycle("rebalancer")
+        self.actor = Actor(
+            s,
+            evictions.Writer(api, self.identity),
+            mem,
+            self.estimator,
+            self.telemetry,
+            self.decisions,
+            self._confirm,
+            self.enabled,
+            self._life.stopping,
+            opts.provider_lag,
+        )
+        self.rounds = Rounds(
+            s,
+            self.cache,
+            self.metrics,
+            self.gpus_client,
+            self.gpu_names,
+            mem,
+            Judging(
+                self.profile,
+                {name: profiles[name] for name in s.schedulers if name in profiles},
+                self.estimator,
+                sched.percentage_of_nodes_to_score,
+            ),
+            self.actor,
+            self.telemetry,
+            self.leading,
+            lambda: self.elector.transitions if self.elector is not None else 0,
+            self.lost_lease,
+        )
         self.server: StatusServer | None = None
         if opts.listen:
-            host, _, port = opts.listen.rpartition(":")
+            host, port = listen.split(opts.listen)
             self.server = StatusServer(
-                host or "0.0.0.0",
-                int(port),
+                host,
+                port,
                 self.telemetry,
                 self.decisions,
                 self.status,
                 self.health,
+                BearerToken(path=opts.api_token_file, what="API token").value,
             )
-        self._life = Lifecycle("rebalancer")
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -287,243 +302,11 @@ class Rebalancer:
         return s.enabled and not (s.kill_switch_file and os.path.exists(s.kill_switch_file))
 
     # --- one round ----------------------------------------------------------------------
+
     def round(self) -> dict[str, Any]:
         """Observe, and when leading, plan and evict; returns the round's summary."""
-        s = self.settings
-        now = time.time()
-        leading = self.leading()
-        loads = self.metrics.loads()
-        wanted = s.node_selector.items()
-        with self.cache.lock:
-            names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
-        view = classify(names, loads, s.rules, s.threshold_mode)
-        self.streaks.observe(view)
-        gpu_hot, gpu_view = {}, Classification()
-        if self.gpu_names is not None:
-            gpu_hot, gpu_view = classify_gpus(names, self.gpus_client.gpus(), now, s.gpu)
-        self.gpu_streaks.observe(gpu_view)
-        self.cooldowns.prune(now)
-        hot = view.nodes(HOT)
-        confirmed = [
-            n
-            for n in self.streaks.confirmed(s.consecutive)
-            if view.state.get(n) == HOT and not self.cooldowns.active(n, now)
-        ]
-        # Confirmed on its GPUs and not on its CPU: hot for GPU pods only.
-        gpu_only = frozenset(
-            n
-            for n in self.gpu_streaks.confirmed(s.consecutive)
-            if n in gpu_hot and n not in confirmed and not self.cooldowns.active(n, now)
-        )
-        confirmed += sorted(gpu_only)
-        t = self.telemetry
-        t.hot.set(len(hot))
-        t.confirmed.set(len(confirmed))
-        t.unknown.set(len(view.nodes(UNKNOWN)))
-        t.leader.set(1 if leading else 0)
-        t.rounds.labels("leader" if leading else "standby").inc()
-        summary: dict[str, Any] = {
-            "time": now,
-            "leading": leading,
-            "hot": {n: self.streaks.count.get(n, 0) for n in hot},
-            "gpuHot": {n: self.gpu_streaks.count.get(n, 0) for n in gpu_hot},
-            "confirmed": confirmed,
-            "unknown": dict(view.why_unknown),
-            "resting": dict(self.cooldowns.until),
-            "high": view.high,
-            "low": view.low,
-            "evicted": [],
-            "wouldEvict": [],
-        }
-        self.last = summary
-        if not leading or not confirmed:
-            return summary
-        if not self._restore_history():
-            self._skip("", "", NO_HISTORY)
-            return summary
-        self.refusals.prune(now)
-        confirmed = [n for n in confirmed if not self.cooldowns.active(n, now)]
-        spent = limits.RoundBudget(s)
-        logged: set[tuple[str, str, str]] = set()
-        nodes = confirmed
-        for _ in range(REPLANS):
-            plan = self._plan(view, nodes, loads, now, gpu_hot, gpu_only)
-            # A node whose move a budget refused is planned again without that workload.
-            nodes = self._carry_out(plan, view, now, summary, spent, logged)
-            if not nodes or self.lost_lease.is_set():
-                break
-        return summary
+        return self.rounds.run()
 
-    def _plan(
-        self,
-        view: Classification,
-        nodes: list[str],
-        loads: Any,
-        now: float,
-        gpu_hot: dict[str, list[GpuStats]] | None = None,
-        gpu_only: frozenset[str] = frozenset(),
-    ) -> Plan:
-        self._why_busy.clear()
-        with self.cache.lock:
-            snap = Snapshot(
-                nodes=self.cache.nodes,
-                loads=loads,
-                now=now,
-                recent_cpu_m=dict(self.recent.cpu_by_node(loads, now)),
-                cluster=self.cache.index,
-            )
-            plan = self.judge.plan(view, nodes, snap, gpu_hot, gpu_only)
-            # The judge says "workload-unavailable" for every workload busy() turned away; the
-            # skip carries busy()'s own reason (pdb, min-replicas, ...).
-            for skip in plan.skips:
-                if skip.reason != limits.WORKLOAD_UNAVAILABLE:
-                    continue
-                node = snap.nodes.get(skip.node)
-                pods = node.pods.values() if node is not None else ()
-                pod = next((p for p in pods if p.key == skip.pod), None)
-                workload = workload_of(pod) if pod is not None else None
-                if workload is not None:
-                    skip.reason = self._why_busy.get(workload.key, skip.reason)
-        return plan
-
-    def _carry_out(
-        self,
-        plan: Plan,
-        view: Classification,
-        now: float,
-        summary: dict,
-        spent: limits.RoundBudget,
-        logged: set[tuple[str, str, str]],
-    ) -> list[str]:
-        """The plan's skips logged (once a round each) and its moves made; the nodes whose
-        move a disruption budget refused."""
-        for skip in plan.skips:
-            if (skip.node, skip.pod, skip.reason) not in logged:
-                logged.add((skip.node, skip.pod, skip.reason))
-                self._skip(skip.node, skip.pod, skip.reason, skip.detail)
-        again: list[str] = []
-        for move in plan.moves:
-            if self.lost_lease.is_set():
-                return []
-            refused = spent.refusal(move.source, move.pod.namespace, move.workload)
-            if refused:
-                self._skip(move.source, move.pod.key, refused)
-                continue
-            result = self._act(move, view, now, summary)
-            if result in ACTED:
-                spent.spend(move.source, move.pod.namespace, move.workload)
-            elif result == evictions.PDB:
-                again.append(move.source)
-            elif result == NOT_LEADING:
-                return []
-        return again
-
-    def _busy(self, workload: Workload) -> bool:
-        """Whether the judge must pass the workload over, the reason kept for its skip."""
-        index = self.cache.index
-        why = ""
-        if self.refusals.active(workload, time.time()):
-            why = evictions.PDB  # refused in this rest period: its budget is not asked again
-        why = why or workload_ineligible(workload, index, self.settings)
-        if not why and limits.budget_at_limit(workload, index):
-            why = evictions.PDB
-        if not why and limits.workload_busy(workload, index, self.in_flight):
-            why = limits.WORKLOAD_UNAVAILABLE
-        if why:
-            self._why_busy[workload.key] = why
-        return bool(why)
-
-    def _rest(self, view: Classification, node: str) -> float:
-        """Seconds a node rests after losing a pod: until the watcher's window holds no sample
-        from before the eviction."""
-        s = self.settings
-        return (s.cooldown or view.window.get(node) or DEFAULT_WINDOW_S) + self.options.provider_lag
-
-    def _restore_history(self) -> bool:
-        """Once per leadership term: the resting nodes a previous leader left."""
-        term = self.elector.transitions if self.elector is not None else 0
-        if self._restored_term == term:
-            return True
-        try:
-            resting = self.writer.resting_nodes()
-        except Exception as exc:  # noqa: BLE001 - unknown history: evict nothing this round
-            log.warning("cannot read the rebalancer's past evictions: %s", exc)
-            return False
-        for node, until in resting.items():
-            self.cooldowns.start(node, until, 0.0)
-        self._restored_term = term
-        return True
-
-    def _act(self, move: Move, view: Classification, now: float, summary: dict) -> str:
-        """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not."""
-        s = self.settings
-        pod, t = move.pod, self.telemetry
-        if not s.dry_run and not self.enabled():
-            # The kill switch is a brake, not a rehearsal: no state changes, so that once it is
-            # released the rebalancer acts at once on what is still hot.
-            t.would_evict.inc()
-            summary["wouldEvict"].append(pod.key)
-            self._log(WOULD_EVICT, move.source, pod.key, KILL_SWITCH, move.note(), move.target)
-            return KILL_SWITCH
-        held = DRY_RUN if s.dry_run else ""
-        if not self.bucket.take():
-            self._skip(move.source, pod.key, RATE_LIMIT)
-            return RATE_LIMIT
-        rest = self._rest(view, move.source)
-        if not held:
-            self.writer.intend(pod, move.source, move.note(), now + rest)
-            outcome = self._evict(pod)
-            if outcome.result == evictions.PDB:
-                # Not asked again this rest period; the node's next candidate is tried now.
-                self.refusals.add(move.workload, now + rest)
-            if outcome.result != evictions.EVICTED:
-                self._skip(move.source, pod.key, outcome.result, outcome.detail)
-                return outcome.result
-        # From here a held move changes the state as the eviction would have.
-        self.cooldowns.start(move.source, now, rest)
-        self.streaks.reset(move.source)
-        self.gpu_streaks.reset(move.source)
-        self.in_flight.add(move.workload, pod.uid, limits.IN_FLIGHT_MAX_S if not held else rest)
-        self.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
-        note = f"{move.note()}; node rests {rest:.0f}s"
-        if held:
-            t.would_evict.inc()
-            summary["wouldEvict"].append(pod.key)
-            self._log(WOULD_EVICT, move.source, pod.key, held, note, move.target)
-            return WOULD_EVICT
-        resource = max(move.high, key=lambda r: move.source_usage.get(r, 0.0) - move.high[r])
-        reason = move.reason or f"{resource}-hot"
-        t.evictions.labels(reason).inc()
-        self.writer.tell(pod, move.source, note, now + rest)
-        summary["evicted"].append(pod.key)
-        self._log(EVICT, move.source, pod.key, reason, note, move.target)
-        log.info("evicted %s: %s", pod.key, note)
-        return evictions.EVICTED
-
-    def _evict(self, pod: PodInfo) -> evictions.Outcome:
-        """The Eviction call, each attempt behind a fresh leadership confirmation; throttling
-        (a 429 no budget gave) is tried again after a pause."""
-        delay = THROTTLE_BACKOFF_S
-        outcome = evictions.Outcome(NOT_LEADING)
-        for attempt in range(THROTTLE_ATTEMPTS):
-            within = self._confirm()
-            if within <= 0.0:
-                return evictions.Outcome(NOT_LEADING, "the Lease could not be renewed with margin")
-            outcome = self.writer.evict(pod, within)
-            if outcome.result != evictions.THROTTLED or attempt == THROTTLE_ATTEMPTS - 1:
-                break
-            pause = min(THROTTLE_MAX_S, outcome.retry_after or delay)
-            log.info("evicting %s throttled (%s); again in %.1fs", pod.key, outcome.detail, pause)
-            if self._life.stopping.wait(pause):
-                break
-            delay = min(THROTTLE_MAX_S, delay * 2)
-        return outcome
-
-    def _skip(self, node: str, pod: str, reason: str, detail: str = "") -> None:
-        self.telemetry.skipped.labels(reason).inc()
-        self._log(SKIP, node, pod, reason, detail)
-
-    def _log(
-        self, action: str, node: str, pod: str, reason: str, detail: str = "", target: str = ""
-    ) -> None:
-        self.decisions.add(Decision(time.time(), action, node, pod, reason, detail, target))
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.rounds.last

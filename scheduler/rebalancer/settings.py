@@ -20,6 +20,7 @@ rebalancer:
                               # (window average) or % of its framebuffer in use above these
   targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
   scoreMargin: 20             # the target must outscore the hot node by more than this
+  minRelief: 2                # percentage points a move must take off the hot node
   evictJobs: false
   evictLocalStorage: false
   excludedNamespaces: [kube-system]
@@ -85,6 +86,9 @@ class RebalancerSettings:
     # Points of the profile's weighted total. A fifth of one plugin's range: the demo's winning
     # margins were 5-38 points, and a near-tie with the hot node flips on seconds of newer load.
     score_margin: int = MAX_NODE_SCORE // 5
+    # Percentage points of the node's hottest resource a move must take off it: an idle replica
+    # is not worth an eviction.
+    min_relief: float = 2.0
     evict_jobs: bool = False
     evict_local_storage: bool = False
     excluded_namespaces: frozenset[str] = frozenset({"kube-system"})
@@ -157,6 +161,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         gpu=_gpu_rule(f.section("gpu")),
         targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
         score_margin=f.integer("scoreMargin", d.score_margin, 0, 100 * MAX_NODE_SCORE),
+        min_relief=f.number("minRelief", d.min_relief, 0, 100),
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),
         evict_local_storage=f.boolean("evictLocalStorage", d.evict_local_storage),
         excluded_namespaces=frozenset(_strings(f, "excludedNamespaces", d.excluded_namespaces)),

@@ -100,13 +100,30 @@ class StatusServer(BackgroundServer):
         log: DecisionLog,
         status: Callable[[], dict[str, Any]],
         healthy: Callable[[], tuple[bool, str]],
+        token: Callable[[], str] = lambda: "",
     ) -> None:
+        """`token()`, when not empty, is the bearer token /status and /decisions ask for (they
+        name pods and nodes); /metrics and the health paths stay open."""
+
         class Handler(httpserve.Handler):
             log_prefix = "rebalancer http"
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
                 parts = urllib.parse.urlsplit(self.path)
                 if self.read_body(httpserve.STATUS_MAX_BODY) is None:
+                    return
+                guarded = parts.path in ("/status", "/decisions")
+                wanted = token() if guarded else ""
+                if wanted and not httpserve.authorized(
+                    wanted, self.headers.get("Authorization", "")
+                ):
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Bearer realm="ballast-rebalancer"')
+                    body = b'{"error": "missing or wrong bearer token"}'
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                     return
                 if parts.path == "/metrics":
                     body = generate_latest(telemetry.registry)

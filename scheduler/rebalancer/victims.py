@@ -1,19 +1,27 @@
 """Which pods the rebalancer may move, and in which order it tries them.
 
-Eligible: a pod some controller recreates (ReplicaSet, StatefulSet; Job when allowed), running,
-not terminating, placed by a scheduler the rebalancer judges for (its `schedulers`: another
-scheduler would place the replacement without the judgement meaning anything for it), in a
-namespace the `namespaceSelector` picks, of a workload with at least `minReplicas` replicas.
-Never: a pod or pod template annotated `ballast.dev/rebalance: "false"`, DaemonSet pods (they
-come back on the same node), mirror/static pods, bare pods, pods with local storage (emptyDir,
-hostPath) unless allowed, system-critical priority, excluded namespaces.
+Eligible: a pod some controller recreates (ReplicaSet, StatefulSet; Job when `evictJobs`),
+running, not terminating, placed by a scheduler the rebalancer judges for (its `schedulers`:
+another scheduler would place the replacement without the judgement meaning anything for it),
+in a namespace the `namespaceSelector` picks, of a workload with at least `minReplicas` replicas
+(a Job's pods are allowed by `evictJobs` itself: a Job is no set of replicas serving alike).
+Never: a pod annotated `ballast.dev/rebalance: "false"`, or whose controller (ReplicaSet,
+StatefulSet, and the Deployment owning the ReplicaSet, read from the cache) carries it on itself
+or on its pod template; a pod annotated `cluster-autoscaler.kubernetes.io/safe-to-evict:
+"false"` (the annotation operators already set for the autoscaler's drains); DaemonSet pods
+(they come back on the same node), mirror/static pods, bare pods, pods with local storage
+(emptyDir, hostPath) unless allowed, system-critical priority, excluded namespaces.
 
-Order, cheapest move first: lower priority, then QoS (BestEffort, Burstable, Guaranteed), then
-how well the pod's predicted use covers the node's excess: the smallest pod that covers it
-alone first, then the others biggest first.
+Order (the order a CPU-hot node's candidates are looked at; which moves are made is chosen as
+a set, selection.py, with priority and QoS as costs): lower priority, then QoS (its
+`status.qosClass`; computed from parsed quantities when the status has none: BestEffort,
+Burstable, Guaranteed), then how well the pod's predicted use covers the node's excess: the
+smallest pod that covers it alone first, then the others biggest first.
 
-The use of a pod is predicted by `Estimator`: the scheduler's one estimate (its workload's
-measured profile from the watcher, else TargetLoadPacking's request rule).
+The use of a pod is predicted by `Estimator`: the scheduler's one estimate with the settings of
+the judging profile's load plugin (its workload's measured profile from the watcher, else that
+plugin's request rule: TargetLoadPacking's limit, else request x multiplier, else a default;
+LoadVariationRiskBalancing's requests).
 """
 
 from __future__ import annotations
@@ -23,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import CPU, MEMORY, NodeInfo, PodInfo, resources
-from scheduler.framework.clusterindex import REPLICA_SETS, STATEFUL_SETS, ClusterIndex
+from scheduler.framework.clusterindex import DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, ClusterIndex
 from scheduler.framework.workloads import NO_PROFILES, WorkloadProfiles
 from scheduler.plugins.helpers import estimator
 from scheduler.rebalancer.settings import RebalancerSettings
+from shared.quantities import bytes_value, cpu_millis
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SYSTEM_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -40,8 +49,12 @@ LOCAL_STORAGE, CRITICAL, EXCLUDED = "local-storage", "system-critical", "exclude
 NOT_RUNNING, TERMINATING = "not-running", "terminating"
 OTHER_SCHEDULER, OPTED_OUT = "other-scheduler", "opted-out"
 NOT_SELECTED, FEW_REPLICAS = "namespace-not-selected", "min-replicas"
+NOT_SAFE = "not-safe-to-evict"
 
 OPT_OUT_ANNOTATION = "ballast.dev/rebalance"  # "false" on a pod or its template: never moved
+# The cluster autoscaler's: "false" on a pod keeps it through a scale-down's drain; a pod the
+# operator keeps from the autoscaler is not one to move for load either.
+SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 CONTROLLER_KINDS = {"ReplicaSet": REPLICA_SETS, "StatefulSet": STATEFUL_SETS}
 
 
@@ -84,6 +97,9 @@ def ineligible(pod: PodInfo, settings: RebalancerSettings) -> str:
         return OTHER_SCHEDULER
     if opted_out(meta):
         return OPTED_OUT
+    annotations = meta.get("annotations") or {}
+    if str(annotations.get(SAFE_TO_EVICT_ANNOTATION, "")).strip().lower() == "false":
+        return NOT_SAFE
     if meta.get("deletionTimestamp"):
         return TERMINATING
     if pod.phase not in ("Running", ""):
@@ -121,40 +137,73 @@ def controller_object(workload: Workload, index: ClusterIndex) -> dict[str, Any]
     return index.objects.get(kind, {}).get(f"{workload.namespace}/{workload.name}")
 
 
+def owner_chain(workload: Workload, index: ClusterIndex) -> list[dict[str, Any]]:
+    """The workload's controller and the Deployment that controls it (a ReplicaSet's owner), as
+    the cache holds them; those the cache has not seen are left out."""
+    obj = controller_object(workload, index)
+    if obj is None:
+        return []
+    chain = [obj]
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "Deployment":
+            key = f"{workload.namespace}/{ref.get('name', '')}"
+            owner = index.objects.get(DEPLOYMENTS, {}).get(key)
+            if owner is not None:
+                chain.append(owner)
+    return chain
+
+
 def workload_ineligible(
     workload: Workload, index: ClusterIndex, settings: RebalancerSettings
 ) -> str:
     """Why none of the workload's pods may be moved, from the cache: its namespace is not
-    selected, its template opts out, or it has fewer than minReplicas replicas (a Job, or a
-    controller the cache does not know, counts as one)."""
+    selected, its controller or the Deployment above it opts out (on itself or its pod
+    template), or it has fewer than minReplicas replicas (a controller the cache does not know
+    counts as one; a Job's pods are allowed by evictJobs alone)."""
     selector = settings.namespace_selector
     if not selector.everything:
         labels = index.namespace_labels(workload.namespace)
         if labels is None or not selector.matches(labels):
             return NOT_SELECTED
-    obj = controller_object(workload, index)
-    spec = (obj or {}).get("spec") or {}
-    if opted_out((spec.get("template") or {}).get("metadata") or {}):
-        return OPTED_OUT
-    replicas = spec.get("replicas", 1) if obj is not None else 1
+    chain = owner_chain(workload, index)
+    for obj in chain:
+        spec = obj.get("spec") or {}
+        if opted_out(obj.get("metadata") or {}) or opted_out(
+            (spec.get("template") or {}).get("metadata") or {}
+        ):
+            return OPTED_OUT
+    if workload.kind == JOB:
+        return ""  # evictJobs said yes: a Job has no replicas serving alike to keep
+    replicas = (chain[0].get("spec") or {}).get("replicas", 1) if chain else 1
     if replicas < settings.min_replicas:
         return FEW_REPLICAS
     return ""
 
 
 def qos_class(pod: PodInfo) -> str:
-    """Kubernetes' QoS class from the containers' requests and limits."""
+    """The pod's QoS class: its status's, else Kubernetes' rule on its containers' requests and
+    limits, quantities parsed ("1" and "1000m" are the same CPU)."""
+    status = (pod.raw.get("status") or {}).get("qosClass")
+    if status in QOS_RANK:
+        return str(status)
     containers = (pod.raw.get("spec") or {}).get("containers") or []
     any_set = False
     guaranteed = True
     for c in containers:
         res = c.get("resources") or {}
         limits, requests = res.get("limits") or {}, res.get("requests") or {}
-        if limits or requests:
+        if any(k in limits or k in requests for k in (CPU, MEMORY)):
             any_set = True
         for name in (CPU, MEMORY):
             limit = limits.get(name)
-            if limit is None or requests.get(name, limit) != limit:
+            if limit is None:
+                guaranteed = False
+                continue
+            value = cpu_millis if name == CPU else bytes_value
+            try:
+                if value(requests.get(name, limit)) != value(limit):
+                    guaranteed = False
+            except ValueError:
                 guaranteed = False
     if not any_set:
         return "BestEffort"
@@ -162,9 +211,11 @@ def qos_class(pod: PodInfo) -> str:
 
 
 class Estimator:
-    """A pod's predicted use, as the scheduler predicts a new pod's (plugins/helpers/estimator.py):
-    its workload's measured profile when the watcher has one, else TargetLoadPacking's request
-    rule with the profile's args (limit, else request x multiplier, else a default)."""
+    """A pod's predicted use, as the scheduler predicts a new pod's (plugins/helpers/estimator.py)
+    with the settings of the judging profile's load plugin: its workload's measured profile when
+    the watcher has one, else that plugin's request rule: TargetLoadPacking's (limit, else request
+    x multiplier, else a default) or, with `from_requests`, LoadVariationRiskBalancing's (the
+    pod's requests)."""
 
     def __init__(
         self,
@@ -172,29 +223,46 @@ class Estimator:
         multiplier: float = resources.DEFAULT_REQUESTS_MULTIPLIER,
         args: estimator.EstimatorArgs | None = None,
         profiles: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES,
+        from_requests: bool = False,
     ) -> None:
         self.default_cpu_m = default_cpu_m
         self.multiplier = multiplier
         self.args = args or estimator.DEFAULT_ARGS
         self.profiles = profiles
+        self.from_requests = from_requests
 
     @classmethod
     def for_profile(
         cls, profile: Any, profiles: Callable[[], WorkloadProfiles] = lambda: NO_PROFILES
     ) -> Estimator:
-        """With the profile's TargetLoadPacking args when it scores with them."""
-        for plugin, _ in getattr(profile, "scores", ()):
-            args = getattr(plugin, "args", None)
-            if hasattr(args, "default_requests_cpu_m"):
-                return cls(
-                    args.default_requests_cpu_m,
-                    args.default_requests_multiplier,
-                    getattr(args, "estimator", None),
-                    profiles,
-                )
-        return cls(profiles=profiles)
+        """With the args of the profile's load-aware score plugin of most weight (one with an
+        estimator: TargetLoadPacking, LoadVariationRiskBalancing), the defaults without one."""
+        loads = [
+            (weight, args)
+            for plugin, weight in getattr(profile, "scores", ())
+            if hasattr(args := getattr(plugin, "args", None), "estimator")
+        ]
+        if not loads:
+            return cls(profiles=profiles)
+        _, args = max(loads, key=lambda wa: wa[0])
+        if hasattr(args, "default_requests_cpu_m"):
+            return cls(
+                args.default_requests_cpu_m,
+                args.default_requests_multiplier,
+                args.estimator,
+                profiles,
+            )
+        return cls(args=args.estimator, profiles=profiles, from_requests=True)
+
+    def with_args(self, args: estimator.EstimatorArgs) -> Estimator:
+        return Estimator(
+            self.default_cpu_m, self.multiplier, args, self.profiles, self.from_requests
+        )
 
     def estimate(self, pod: PodInfo) -> estimator.Estimate:
+        if self.from_requests:
+            requested = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
+            return estimator.estimate(pod, self.profiles(), self.args, requested)
         cpu_m = resources.predicted_cpu_m(pod, self.default_cpu_m, self.multiplier)
         memory = estimator.request_estimate(pod, self.args).memory
         return estimator.estimate(pod, self.profiles(), self.args, (cpu_m, memory))

@@ -8,12 +8,12 @@ with the Lease holder's identity, the replica to ask instead.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from scheduler.backend.decisions import OUTCOMES, DecisionStore
+from scheduler.serve.httpserve import authorized
 
 PREFIX = "/api/v1/decisions"
 OPENAPI = "/openapi.json"
@@ -28,12 +28,13 @@ class DecisionsAPI:
         self,
         store: DecisionStore | None,
         leader: Callable[[], tuple[bool, str]],
-        token: str = "",
+        token: str | Callable[[], str] = "",
     ) -> None:
-        """`leader()` says (this replica leads, the Lease holder's identity)."""
+        """`leader()` says (this replica leads, the Lease holder's identity); `token` may be a
+        callable, read on every request (a token file re-read when it changes)."""
         self.store = store
         self.leader = leader
-        self.token = token
+        self._token = token if callable(token) else lambda: token
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -42,9 +43,10 @@ class DecisionsAPI:
     def answer(self, target: str, authorization: str) -> Answer:
         """(status, JSON document, extra headers) for a GET of `target` (path and query)."""
         path, _, query = target.partition("?")
+        token = self._token()
         if path == OPENAPI:
-            return 200, document(bool(self.token)), {}
-        if self.token and not _authorized(self.token, authorization):
+            return 200, document(bool(token)), {}
+        if token and not authorized(token, authorization):
             challenge = {"WWW-Authenticate": 'Bearer realm="ballast-scheduler"'}
             return 401, {"error": "missing or wrong bearer token"}, challenge
         leading, holder = self.leader()
@@ -89,13 +91,6 @@ class DecisionsAPI:
             namespace=arg("namespace"),
         )
         return 200, {"items": items, "limit": limit, "recordedPods": len(self.store)}, {}
-
-
-def _authorized(token: str, header: str) -> bool:
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer":  # schemes are case-insensitive (RFC 9110 11.1)
-        return False
-    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def document(guarded: bool) -> dict[str, Any]:

@@ -233,7 +233,10 @@ class ExtenderServer(BackgroundServer):
         extender: Extender,
         token: str = "",
         max_body: int = EXTENDER_MAX_BODY,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`leading()` false: a standby, which answers 503 (its record of recently bound pods
+        is empty and only the leader binds); kube-scheduler retries the pod."""
         verbs: dict[str, Callable[[dict[str, Any]], Any]] = {
             "filter": extender.filter,
             "prioritize": extender.prioritize,
@@ -248,6 +251,10 @@ class ExtenderServer(BackgroundServer):
                 if not authorized(token, self.path, self.headers.get("Authorization", "")):
                     self.close_connection = True
                     self.send_json(401, {"Error": "missing or wrong extender token"})
+                    return
+                if not leading():
+                    self.close_connection = True
+                    self.send_json(503, {"Error": "this replica is a standby; ask the leader"})
                     return
                 verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
                 handler = verbs.get(verb)

@@ -6,12 +6,14 @@ threaded server is enough and keeps a slow client from holding up the others.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from shared import listen
 from shared.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,14 @@ log = logging.getLogger(__name__)
 STATUS_MAX_BODY = 1024
 # A client that sends nothing for this long loses its connection (and the thread serving it).
 IDLE_TIMEOUT = 15.0
+
+
+def authorized(token: str, header: str) -> bool:
+    """`header` (an Authorization header) carries `token` as a bearer token."""
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer":  # schemes are case-insensitive (RFC 9110 11.1)
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -82,11 +92,24 @@ class Handler(BaseHTTPRequestHandler):
         log.debug(self.log_prefix + ": " + fmt, *args)
 
 
-class BackgroundServer:
-    """Binds at construction (so `port` is known, even for port 0); serves after `start()`."""
+class _Server(ThreadingHTTPServer):
+    """IPv4 or IPv6 by the host it binds; `::` takes IPv4 connections too (shared/listen.py)."""
 
     def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.address_family = listen.family(host)
+        super().__init__((host, port), handler)
+
+    def server_bind(self) -> None:
+        listen.dual_stack(self.socket)
+        super().server_bind()
+
+
+class BackgroundServer:
+    """Binds at construction (so `port` is known, even for port 0); serves after `start()`.
+    `host` "" is every address, IPv4 and IPv6."""
+
+    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = _Server(listen.resolve(host), port, handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

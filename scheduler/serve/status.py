@@ -57,6 +57,13 @@ class Telemetry:
             ["reason"],
             registry=self.registry,
         )
+        self.rejections = Counter(
+            f"{PREFIX}_unschedulable_rejections",
+            "Unschedulable attempts by filter plugin that rejected at least one node (counted "
+            "while decisions are recorded, the default): LoadThreshold and GpuLoad are load.",
+            ["plugin"],
+            registry=self.registry,
+        )
         self.binds = Counter(
             f"{PREFIX}_binding_results",
             "Binding calls by outcome (bound, already_bound, gone, failed).",
@@ -92,17 +99,25 @@ class _Live(Collector):
         if client is not None:
             age = client.snapshot_age()
             yield GaugeMetricFamily(
-                f"{PREFIX}_watcher_snapshot_age_seconds",
-                "Seconds since the last good answer from the watcher (-1: never).",
-                value=-1.0 if age is None else age,
+                f"{PREFIX}_watcher_snapshot_received",
+                "1 once the watcher has answered well at least once (then the age below exists).",
+                value=age is not None,
             )
+            if age is not None:  # no sample at all before the first answer, never a sentinel
+                yield GaugeMetricFamily(
+                    f"{PREFIX}_watcher_snapshot_age_seconds",
+                    "Seconds since the last good answer from the watcher.",
+                    value=age,
+                )
+            # One outcome per fetch, so sum() over results counts each fetch once.
             fetch = CounterMetricFamily(
                 f"{PREFIX}_watcher_fetches",
-                "Requests to the watcher by outcome.",
+                "Requests to the watcher by outcome (ok, error, malformed, unauthorized).",
                 labels=["result"],
             )
-            fetch.add_metric(["total"], client.fetches)
-            fetch.add_metric(["failed"], client.failures)
+            errors = client.failures - client.malformed - client.unauthorized
+            fetch.add_metric(["ok"], client.fetches - client.failures)
+            fetch.add_metric(["error"], errors)
             fetch.add_metric(["malformed"], client.malformed)
             fetch.add_metric(["unauthorized"], client.unauthorized)
             yield fetch

@@ -275,8 +275,8 @@ def test_leader_failover_evicts_nothing_twice(kube_api, namespace, scene):
         wait_for(second.leading, timeout=15, what="second leading")
         start = rounds_as_leader(second)
         wait_for(lambda: rounds_as_leader(second) >= start + 10, timeout=30)
-        assert names["hot"] in second.streaks.confirmed(2)  # hot enough to act on, but resting
-        assert second.cooldowns.active(names["hot"], second.last["time"])
+        assert names["hot"] in second.memory.streaks.confirmed(2)  # hot enough, but resting
+        assert second.memory.cooldowns.active(names["hot"], second.last["time"])
     assert counter(first, first.telemetry.evictions, "cpu-hot") == 1
     assert counter(second, second.telemetry.evictions, "cpu-hot") == 0
     assert len(rebalanced_events(kube_api, namespace)) == 1

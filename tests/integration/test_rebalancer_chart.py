@@ -25,7 +25,9 @@ def rebalancer_config(rendered: str) -> settings.RebalancerConfig:
 
 
 def election(on: bool) -> dict[str, Any]:
-    return {"scheduler": {"config": {"leaderElection": {"leaderElect": on}}}}
+    # Without leader election the scheduler, too, runs one replica (the schema says so).
+    return {"scheduler": {"replicas": 2 if on else 1,
+                          "config": {"leaderElection": {"leaderElect": on}}}}  # fmt: skip
 
 
 def test_replicas_above_one_need_leader_election(tmp_path):

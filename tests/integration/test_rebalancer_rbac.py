@@ -24,6 +24,7 @@ ALLOWED = [
     ("list", "nodes", None),
     ("watch", "replicasets.apps", None),
     ("list", "statefulsets.apps", None),
+    ("watch", "deployments.apps", None),
     ("list", "poddisruptionbudgets.policy", None),
     ("create", "pods#eviction", "default"),
     ("create", "events", "default"),

@@ -3,27 +3,23 @@ live, and leadership lost in the middle of a round.
 
 One watcher and one Ballast scheduler serve the module; each test has its own kwok nodes (their
 CPU set on the synthetic exporter), namespace and Deployments. The rebalancer reaches the
-kube-apiserver through `SlowApi`, a plain-HTTP loopback proxy that forwards everything (watches
-too) with the admin certificate, records every Eviction request as it arrives and can hold the
-Evictions' answers: the tests read what was asked of the API server there.
+kube-apiserver through `ApiProxy` (tests/fixtures/apiproxy.py), a plain-HTTP loopback proxy that
+forwards everything (watches too) with the admin certificate, records every Eviction request as
+it arrives and can fail, drop or hold requests: the tests read what was asked of the API server
+there.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
-import ssl
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -32,9 +28,11 @@ from kubernetes import client
 
 from sandbox.cluster.nodes import NodeSpec
 from scheduler.config.profiles import build_profiles
+from scheduler.kube import kubeapi
 from scheduler.kube.events import micro_time
 from scheduler.rebalancer import limits, settings
 from scheduler.rebalancer.runtime import Options, Rebalancer
+from tests.fixtures.apiproxy import ApiProxy, Fault, Request
 from tests.fixtures.ports import free_port, wait_for
 from tests.fixtures.watcher import WatcherProcess
 from tests.integration.scheduler_support import placement, running
@@ -51,138 +49,12 @@ SECTION = {
 # less one retry period), more than the 1 s the proxy holds its answer.
 ELECTION = {"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms"}
 LEASE_S = 4.0
+SLOW_RENEWALS = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "4s"}
 SLOW_EVICTION_S = 1.0
-HOP = frozenset(
-    (
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "te",
-        "trailer",
-        "upgrade",
-        "host",
-        "content-length",
-        "date",
-        "server",
-    )
-)
-
-
-class SlowApi:
-    """A loopback HTTP proxy in front of the sandbox's kube-apiserver (TLS, admin certificate).
-
-    `evictions` lists (arrival time, namespace, pod) of every Eviction request; `on_eviction`
-    is called as one arrives, before it is forwarded; its answer is held `delay` seconds after
-    the API server gave it (the eviction happened, the call is slow)."""
-
-    def __init__(self, sandbox: Any) -> None:
-        up = urlsplit(sandbox.base_url)
-        self._upstream = (up.hostname or "127.0.0.1", up.port or 443)
-        self._ctx = ssl.create_default_context(cafile=str(sandbox.ca_file))
-        self._ctx.load_cert_chain(str(sandbox.admin_cert), str(sandbox.admin_key))
-        self.delay = 0.0
-        self.on_eviction: Callable[[], None] | None = None
-        self.evictions: list[tuple[float, str, str]] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> SlowApi:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def api_client(self) -> client.ApiClient:
-        cfg = client.Configuration()
-        cfg.host = self.url
-        return client.ApiClient(cfg)
-
-    def kubeconfig(self, path: Path) -> Path:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "proxy", "cluster": {"server": self.url}}],
-            "users": [{"name": "proxy", "user": {}}],
-            "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "proxy"}}],
-            "current-context": "proxy",
-        }
-        path.write_text(yaml.safe_dump(doc))
-        return path
-
-    def asked(self, namespace: str) -> list[tuple[float, str]]:
-        """(arrival, pod) of the Eviction requests for pods in `namespace`."""
-        with self._lock:
-            return [(t, pod) for t, ns, pod in self.evictions if ns == namespace]
-
-    def _arrived(self, path: str) -> None:
-        parts = path.split("?")[0].split("/")  # /api/v1/namespaces/NS/pods/NAME/eviction
-        with self._lock:
-            self.evictions.append((time.time(), parts[4], parts[6]))
-        hook = self.on_eviction
-        if hook is not None:
-            hook()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                eviction = self.command == "POST" and self.path.split("?")[0].endswith("/eviction")
-                if eviction:
-                    proxy._arrived(self.path)
-                conn = http.client.HTTPSConnection(
-                    *proxy._upstream, context=proxy._ctx, timeout=600
-                )
-                try:
-                    headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-                    conn.request(self.command, self.path, body=body, headers=headers)
-                    resp = conn.getresponse()
-                    if eviction and proxy.delay:
-                        time.sleep(proxy.delay)
-                    self.send_response(resp.status)
-                    for key, value in resp.getheaders():
-                        if key.lower() not in HOP:
-                            self.send_header(key, value)
-                    if resp.getheader("Content-Length") is not None:
-                        data = resp.read()
-                        self.send_header("Content-Length", str(len(data)))
-                        self.end_headers()
-                        self.wfile.write(data)
-                        return
-                    # A watch: passed on chunk by chunk as the API server sends it.
-                    self.send_header("Transfer-Encoding", "chunked")
-                    self.end_headers()
-                    while chunk := resp.read1(65536):
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                    self.wfile.write(b"0\r\n\r\n")
-                except (OSError, http.client.HTTPException):
-                    self.close_connection = True  # a watch the API server or the client ended
-                finally:
-                    conn.close()
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
-
-        return Handler
 
 
 class Stage:
-    def __init__(self, watcher: WatcherProcess, proxy: SlowApi) -> None:
+    def __init__(self, watcher: WatcherProcess, proxy: ApiProxy) -> None:
         self.watcher = watcher
         self.proxy = proxy
         self.api = proxy.api_client()
@@ -192,7 +64,7 @@ class Stage:
 def stage(sandbox, kube_api, prometheus, tmp_path_factory) -> Iterator[Stage]:
     watcher = WatcherProcess(tmp_path_factory.mktemp("watcher"), prometheus.url, **WATCHER)
     watcher.start()
-    proxy = SlowApi(sandbox).start()
+    proxy = ApiProxy(sandbox).start()
     try:
         with running(kube_api, {"watcherAddress": watcher.url}):
             yield Stage(watcher, proxy)
@@ -300,7 +172,9 @@ def test_refused_and_foreign_pods_leave_the_relief_to_the_next_one(
 ):
     """The issue's case: the hot node's first candidates are a replica of another scheduler's
     workload and one of a workload whose PodDisruptionBudget is at its limit; a web replica
-    beside them moves. A dry run reports the same moves as the live run after it."""
+    beside them moves. The dry run asks the API server as the live run does (dryRun=All): with
+    a cache that has not seen the budget at its limit, the budget's 429 answers the dry run too,
+    and it reports the moves the live run then makes, evicting nothing."""
     hot, cold = f"{namespace}-hot", f"{namespace}-cold"
     exporter.set(hot, cpu=92.0, memory=30.0)
     exporter.set(cold, cpu=15.0, memory=30.0)
@@ -322,18 +196,22 @@ def test_refused_and_foreign_pods_leave_the_relief_to_the_next_one(
         budget_at_limit(kube_api, namespace, "db", 2)
         cordon(kube_api, cold, False)
         stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
+        # Neither run's cache sees the budget at its limit: the API server's 429 must not stop
+        # the round, in the dry run as in the live one.
+        monkeypatch.setattr(limits, "budget_at_limit", lambda workload, index: "")
 
-        with rebalancer(stage.api, stage.watcher.url, {"dryRun": True}) as dry:
+        with rebalancer(stage.api, stage.watcher.url, {"dryRun": True, "interval": "2s"}) as dry:
             wait_for(lambda: count(dry.telemetry.would_evict) >= 1, timeout=30, what="a held move")
             start = rounds(dry)
-            wait_for(lambda: rounds(dry) >= start + 8, timeout=30)
+            wait_for(lambda: rounds(dry) >= start + 3, timeout=30)
             # The node rests after a held move as after an eviction: reported once.
             assert count(dry.telemetry.would_evict) == 1
-        assert stage.proxy.asked(namespace) == []  # the at-limit budget read from the cache
+        assert stage.proxy.asked(namespace) == []  # nothing asked for real
+        (db_at, db), (web_at, web) = stage.proxy.asked(namespace, dry_run=True)
+        assert db.startswith("db-") and web.startswith("web-")
+        assert web_at - db_at < 1.5, web_at - db_at  # in the round of the refusal
+        assert on_node(kube_api, namespace, hot) == before  # nothing evicted
 
-        # The live run, on the same state, with a cache that has not seen the budget at its
-        # limit: the API server's 429 must not stop the round either.
-        monkeypatch.setattr(limits, "budget_at_limit", lambda workload, index: "")
         # Rounds 2 s apart: the web replica must go in the round of the refusal, not the next.
         with rebalancer(stage.api, stage.watcher.url, {"interval": "2s"}) as live:
             wait_for(
@@ -406,9 +284,10 @@ def test_no_eviction_after_the_lease_is_taken_mid_round(
             take_lease(kube_api, namespace, lease, "intruder")
             taken.append(time.time())
 
-    stage.proxy.delay = SLOW_EVICTION_S
     stage.proxy.on_eviction = intrude
-    election = {"leaderElect": True, "resourceNamespace": namespace, **ELECTION}
+    # The elector's own loop renews every 4 s; the evictions of one round follow each other
+    # within milliseconds, so only the renewal before each one can see the Lease taken.
+    election = {"leaderElect": True, "resourceNamespace": namespace, **SLOW_RENEWALS}
     try:
         with rebalancer(
             stage.api, stage.watcher.url, {"maxPerNamespace": 5}, election, "first"
@@ -417,8 +296,7 @@ def test_no_eviction_after_the_lease_is_taken_mid_round(
             start = rounds(r, "standby")
             wait_for(lambda: rounds(r, "standby") >= start + 3, timeout=30)
     finally:
-        stage.proxy.delay = 0.0
-        stage.proxy.on_eviction = None
+        stage.proxy.reset()
         for name in hot:
             exporter.remove(name)
         exporter.remove(f"{namespace}-cold")
@@ -531,3 +409,229 @@ def test_a_standby_takes_over_a_leader_killed_mid_round(
     # (an Event) before its Eviction call.
     workloads = [pod.split("-")[0] for pod in pods]
     assert workloads.count(workloads[0]) == 1, pods
+
+
+# --- failures that set a pod aside and never block the node ----------------------------------
+def hot_and_cold(
+    kube_api: client.ApiClient, kube_nodes: Any, namespace: str, exporter: Any
+) -> tuple[str, str]:
+    hot, cold = f"{namespace}-hot", f"{namespace}-cold"
+    exporter.set(hot, cpu=92.0, memory=30.0)
+    exporter.set(cold, cpu=10.0, memory=30.0)
+    kube_nodes([NodeSpec(hot, cpu="2", memory="8Gi"), NodeSpec(cold, cpu="16", memory="32Gi")])
+    return hot, cold
+
+
+def guard_evictions(kube_api: client.ApiClient, namespace: str, prefix: str) -> None:
+    """A ValidatingAdmissionPolicy that refuses (403) every Eviction of the pods of `namespace`
+    whose name starts with `prefix`, as an admission webhook guarding a workload would; waits
+    until it answers."""
+    name = f"{namespace}-guard"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods/eviction"],
+                    }
+                ]
+            },
+            "validations": [
+                {
+                    "expression": f"!object.metadata.name.startsWith('{prefix}')",
+                    "message": f"{prefix} pods are guarded",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            },
+        },
+    }
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    admission.create_validating_admission_policy(policy, _request_timeout=T)
+    admission.create_validating_admission_policy_binding(binding, _request_timeout=T)
+    # One of the guarded pods, asked with dryRun=All: 201 (nothing evicted) until the policy
+    # is in force, 403 from then on.
+    pod = next(p for p in placement(kube_api, namespace) if p.startswith(prefix))
+    probe = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": namespace},
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction?dryRun=All"
+
+    def refusing() -> bool:
+        return kubeapi.request(kube_api, "POST", path, probe, (5.0, 10.0)).status == 403
+
+    wait_for(refusing, timeout=30, what="the admission policy in force")
+
+
+def unguard(kube_api: client.ApiClient, namespace: str) -> None:
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    name = f"{namespace}-guard"
+    admission.delete_validating_admission_policy_binding(name, _request_timeout=T)
+    admission.delete_validating_admission_policy(name, _request_timeout=T)
+
+
+def test_a_500_a_lost_connection_and_a_webhook_403_leave_the_node_to_its_next_move(
+    stage, kube_api, kube_nodes, namespace, exporter
+):
+    """The hot node's first candidates: two flaky replicas (the proxy answers one's Eviction
+    with a 500 and drops the other's connection unanswered) and two guarded ones (a
+    ValidatingAdmissionPolicy refuses their Evictions with 403); a web replica after them.
+    Within the round of the failures the web replica goes; every failed pod is set aside for
+    the node's rest (asked once), the guarded workload as a whole (one replica asked), and with
+    a burst of two tokens the three refused requests leave the rate to the eviction."""
+    hot, cold = hot_and_cold(kube_api, kube_nodes, namespace, exporter)
+    flaky: list[str] = []
+
+    def fail_flaky(request: Request) -> Fault | None:
+        if not request.eviction or not request.pod[1].startswith("flaky-"):
+            return None
+        if request.pod[1] not in flaky:
+            flaky.append(request.pod[1])
+        return Fault(status=500) if request.pod[1] == flaky[0] else Fault(drop=True)
+
+    try:
+        create(
+            kube_api,
+            namespace,
+            deployment("flaky", 2, cpu=None, node=hot),  # BestEffort: the first candidates
+            deployment("guarded", 2, cpu=None, node=hot),
+            deployment("web", 2, node=hot),
+        )
+        before = wait_for(
+            lambda: on_node(kube_api, namespace, hot, 6), timeout=60, what="six pods, hot"
+        )
+        guard_evictions(kube_api, namespace, "guarded-")
+        stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
+        stage.proxy.fault = fail_flaky
+        section = {"interval": "2s", "maxPerRound": 2, "evictionsPerMinute": 1}
+        with rebalancer(stage.api, stage.watcher.url, section) as r:
+            wait_for(
+                lambda: count(r.telemetry.evictions, "cpu-hot") >= 1,
+                timeout=30,
+                what="an eviction",
+            )
+            start = rounds(r)
+            wait_for(lambda: rounds(r) >= start + 3, timeout=30)
+    finally:
+        stage.proxy.reset()
+        exporter.remove(hot)
+        exporter.remove(cold)
+        unguard(kube_api, namespace)
+    asked = stage.proxy.asked(namespace)
+    pods = [pod for _, pod in asked]
+    assert sorted(p.split("-")[0] for p in pods) == ["flaky", "flaky", "guarded", "web"], pods
+    assert len(set(pods)) == 4  # none asked twice: set aside for the node's rest
+    assert asked[-1][1].startswith("web-") and asked[-1][0] - asked[0][0] < 1.5, asked
+    assert count(r.telemetry.evictions, "cpu-hot") == 1
+    assert count(r.telemetry.skipped, "failed") == 1  # the 500
+    assert count(r.telemetry.skipped, "no-answer") == 1  # the dropped connection: pod still there
+    assert count(r.telemetry.skipped, "refused") == 1  # the policy's 403
+    assert count(r.telemetry.skipped, "rate-limit") == 0
+    assert [p for p in on_node(kube_api, namespace, hot) if not p.startswith("web-")] == [
+        p for p in before if not p.startswith("web-")
+    ]
+
+
+def test_an_eviction_whose_answer_never_came_but_took_place_counts_as_done(
+    stage, kube_api, kube_nodes, namespace, exporter
+):
+    """The proxy forwards the first Eviction and holds its answer past the call's timeout:
+    the pod was evicted, the rebalancer cannot know from the call. It asks the pod (its uid
+    gone or terminating), counts the eviction, and lets the node rest: no second pod leaves."""
+    hot, cold = hot_and_cold(kube_api, kube_nodes, namespace, exporter)
+    late: list[str] = []
+
+    def answer_late(request: Request) -> Fault | None:
+        if not request.eviction:
+            return None
+        late.append(request.pod[1])
+        return Fault(late=4.0)  # the call gives up after about 1.25 s (the lease's margin)
+
+    try:
+        create(
+            kube_api,
+            namespace,
+            deployment("slow", 2, cpu=None, node=hot),
+            deployment("web", 2, node=hot),
+        )
+        wait_for(lambda: on_node(kube_api, namespace, hot, 4), timeout=60, what="four pods, hot")
+        stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
+        stage.proxy.fault = answer_late
+        election = {"leaderElect": True, "resourceNamespace": namespace, **ELECTION}
+        with rebalancer(stage.api, stage.watcher.url, {}, election, "one") as r:
+            wait_for(lambda: late, timeout=40, what="an eviction sent")
+            wait_for(
+                lambda: count(r.telemetry.evictions, "cpu-hot") >= 1,
+                timeout=20,
+                what="the eviction counted",
+            )
+            start = rounds(r)
+            wait_for(lambda: rounds(r) >= start + 6, timeout=30)
+            resting = r.last.get("resting") or {}
+    finally:
+        stage.proxy.reset()
+        exporter.remove(hot)
+        exporter.remove(cold)
+    assert len(late) == 1 and late[0].startswith("slow-"), late
+    assert count(r.telemetry.evictions, "cpu-hot") == 1
+    assert count(r.telemetry.skipped, "no-answer") == 0
+    assert hot in resting
+
+
+def test_no_eviction_without_its_intent_on_record(stage, kube_api, kube_nodes, namespace, exporter):
+    """The node's RebalancerEvicting Event is the rest a successor reads back: while the API
+    server refuses it (a 500 from the proxy), nothing is evicted; once it is written again the
+    eviction goes ahead."""
+    hot, cold = hot_and_cold(kube_api, kube_nodes, namespace, exporter)
+    refused: list[float] = []
+
+    def no_intent(request: Request) -> Fault | None:
+        if request.method == "POST" and b'"RebalancerEvicting"' in request.body:
+            refused.append(time.time())
+            return Fault(status=500)
+        return None
+
+    try:
+        create(kube_api, namespace, deployment("web", 2, node=hot))
+        wait_for(lambda: on_node(kube_api, namespace, hot, 2), timeout=60, what="two pods, hot")
+        stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
+        stage.proxy.fault = no_intent
+        with rebalancer(stage.api, stage.watcher.url, {}) as r:
+            wait_for(lambda: refused, timeout=40, what="a refused intent")
+            start = rounds(r)
+            wait_for(lambda: rounds(r) >= start + 5, timeout=30)
+            assert stage.proxy.asked(namespace) == []
+            assert len(refused) >= 3  # tried again every round, never evicted
+            assert count(r.telemetry.evictions, "cpu-hot") == 0
+            assert count(r.telemetry.skipped, "intent-not-recorded") >= 3
+            stage.proxy.fault = None
+            wait_for(
+                lambda: count(r.telemetry.evictions, "cpu-hot") >= 1,
+                timeout=20,
+                what="the eviction once its intent is written",
+            )
+    finally:
+        stage.proxy.reset()
+        exporter.remove(hot)
+        exporter.remove(cold)
+    assert len(stage.proxy.asked(namespace)) == 1

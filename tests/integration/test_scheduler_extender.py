@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import requests
+from kubernetes import client
 
 from sandbox.cluster.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
@@ -76,3 +77,39 @@ def test_filter_prioritize_and_bind(kube_api, kube_nodes, namespace):
         assert bad.status_code == 400 and "bad filter request" in bad.json()["Error"]
         assert runtime.extender  # still serving
     assert placement(kube_api, namespace)["p"] == b
+
+
+def test_only_the_leader_serves_the_extender_and_carries_the_leader_label(
+    kube_api, kube_nodes, namespace
+):
+    """The chart's extender Service selects `ballast.dev/leader: "true"`: the leader's pod says
+    so, the standby's says "false" (so a pod left labelled by a replica that lost the Lease and
+    restarted is corrected), and a standby reached anyway answers 503."""
+    from scheduler.kube.leaderlabel import LABEL
+
+    kube_nodes(1, cpu="2")
+    create_pods(kube_api, namespace, [pod_body("sched-a"), pod_body("sched-b")])
+    core = client.CoreV1Api(kube_api)
+    # The standby's pod still says "true" from an earlier life.
+    core.patch_namespaced_pod("sched-b", namespace, {"metadata": {"labels": {LABEL: "true"}}})
+    election = {"leaderElect": True, "leaseDuration": "6s", "renewDeadline": "4s",
+                "retryPeriod": "500ms", "resourceName": f"ext-{namespace}",
+                "resourceNamespace": namespace}  # fmt: skip
+
+    def label(pod: str) -> str | None:
+        return (core.read_namespaced_pod(pod, namespace).metadata.labels or {}).get(LABEL)
+
+    doc = {"leaderElection": election}
+    with running(kube_api, doc, extender_listen="127.0.0.1:0", identity="a",
+                 leader_label=(namespace, "sched-a")) as leader:  # fmt: skip
+        wait_for(lambda: label("sched-a") == "true", timeout=20, what="the leader's label")
+        with running(kube_api, doc, extender_listen="127.0.0.1:0", identity="b",
+                     leader_label=(namespace, "sched-b")) as standby:  # fmt: skip
+            wait_for(lambda: label("sched-b") == "false", timeout=20, what="the standby's label")
+            body = {"Pod": pods(kube_api, namespace)["sched-a"], "NodeNames": []}
+            url = f"http://127.0.0.1:{standby.extender.port}/filter"
+            answer = requests.post(url, json=body, timeout=5)
+            assert answer.status_code == 503 and "standby" in answer.json()["Error"]
+            url = f"http://127.0.0.1:{leader.extender.port}/filter"
+            assert requests.post(url, json=body, timeout=5).status_code == 200
+            assert label("sched-a") == "true"

@@ -67,6 +67,7 @@ def stats(
     horizon: float | None = None,
     expiry: float | None = None,
     p95: float | None = None,
+    peak: float | None = None,
 ) -> MetricStats:
     return MetricStats(
         avg=avg,
@@ -78,6 +79,7 @@ def stats(
         p95=p95,
         horizon=horizon,
         expiry=expiry,
+        peak=peak,
     )
 
 

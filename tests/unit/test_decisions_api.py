@@ -90,3 +90,16 @@ def test_recording_off_says_so():
     api = DecisionsAPI(None, lambda: (True, "me"))
     code, doc, _ = api.answer("/api/v1/decisions", "")
     assert code == 503 and "--decisions 0" in doc["error"]
+
+
+def test_a_token_file_is_read_again_when_the_secret_rotates(tmp_path):
+    from scheduler.backend.metrics_client import BearerToken
+
+    path = tmp_path / "token"
+    path.write_text("first\n")
+    api = DecisionsAPI(DecisionStore(), lambda: (True, "me"), BearerToken(path=str(path)).value)
+    assert api.answer("/api/v1/decisions", "")[0] == 401
+    assert api.answer("/api/v1/decisions", "Bearer first")[0] == 200
+    path.write_text("rotated-token\n")
+    assert api.answer("/api/v1/decisions", "Bearer first")[0] == 401
+    assert api.answer("/api/v1/decisions", "Bearer rotated-token")[0] == 200

@@ -65,3 +65,45 @@ def test_list_and_nothing_recorded():
     assert text.splitlines()[0].split() == ["TIME", "POD", "ATTEMPT", "PROFILE", "OUTCOME", "NODE"]
     assert text.splitlines()[1].split()[1:] == ["ns/a", "1", "ballast", "unschedulable", "-"]
     assert explain.render_list({"items": []}) == "no decisions recorded (yet)"
+
+
+def test_the_predicted_peak_and_its_parts():
+    from scheduler.framework.podusage import Figures, PodFigures, PodUsage
+    from scheduler.plugins.peak_fit import Args, Plugin
+    from tests.unit.plugin_helpers import container
+
+    nodes = [make_node(n, cpu="2") for n in ("a", "b")]
+    nodes[0].add_pod(make_pod("steady", [container("500m")]))
+    nodes[1].add_pod(make_pod("bursty", [container("500m")]))
+    snap = snapshot(nodes)
+    mib = 2**20
+    memory = Figures(100 * mib, 0, 100 * mib, 100 * mib, 100 * mib, 100 * mib)
+    snap.pod_usage = PodUsage(
+        {
+            ("ns", "steady"): PodFigures(20, None, Figures(800, 10, 850, 860, 870, 880), memory),
+            ("ns", "bursty"): PodFigures(
+                20, None, Figures(300, 400, 900, 1000, 1100, 1200), memory
+            ),
+        }
+    )
+    state = CycleState()
+    pod = make_pod("web", [container("100m", "64Mi")])
+    scores = Plugin(Args(n_sigma=3.0, percentile="p95")).score_all(state, pod, nodes, snap)
+    parts = ScoreParts(names=["a", "b"], totals=np.array(scores))
+    parts.plugins = [("PeakFit", 1, scores, scores)]
+    counts = explanation.node_counts(2, 2, 2, 2, 0, 2)
+    doc = explanation.placed(pod, counts, {}, state, snap, parts, "a", 85, 2)
+    record = attempt(doc, outcome="bound", node="a")
+    by_node = {row["node"]: row["peak"] for row in record["scores"]["top"]}
+    # a: RC-like 860 + 85 = 945 over N-sigma 885 + 3 x 10; b: N-sigma 385 + 3 x 400 = 1585
+    # over RC-like 1000 + 85
+    assert by_node["a"]["cpu"]["won"] == "rc-like"
+    assert by_node["b"]["cpu"]["won"] == "n-sigma"
+    assert by_node["b"]["cpu"]["peak"] == round(300 + 85 + 3 * 400, 1)
+    assert by_node["a"]["cpu"]["rcLike"] == 860 + 85
+    assert by_node["a"]["cpu"]["podShare"] == 85
+    assert by_node["a"]["podsMeasured"] == 1 and by_node["a"]["from"] == "pods"
+    text = explain.render_attempt(record)
+    assert "predicted peak with the pod (PeakFit; the pod from estimate (requests))" in text
+    assert "b cpu: peak 1585m of 2000m (79%) = N-sigma 1585m: mean 385m + 1200m" in text
+    assert "the pod adds 85m; pods: 1 measured, 0 estimated" in text

@@ -10,7 +10,7 @@ from scheduler.plugins import gpu_load, node_resources_fit
 from scheduler.rebalancer import gpuhot
 from scheduler.rebalancer.classify import UNKNOWN, HotStreaks, classify_gpus
 from scheduler.rebalancer.gpuhot import GpuRule
-from scheduler.rebalancer.judge import Judge
+from scheduler.rebalancer.judge import ELSEWHERE, Judge
 from scheduler.rebalancer.settings import RebalancerSettings
 from tests.unit import test_rebalancer_judge as tj
 from tests.unit.plugin_helpers import container, make_pod
@@ -103,7 +103,7 @@ def running(name: str, gpus: int = 0):
     return tj.replica(body, "ml", f"{name}-rs")
 
 
-def gpu_cluster():
+def gpu_cluster(gpu_c_cpu: float = 20):
     nodes = [gpu_node_doc(n) for n in ("gpu-a", "gpu-b", "gpu-c")]
     placed = [
         (running("web"), "gpu-a"),
@@ -111,7 +111,7 @@ def gpu_cluster():
         (running("serve", 1), "gpu-a"),
     ]
     # gpu-a's CPU is normal (under high 80, over low 50); gpu-b and gpu-c are cold.
-    loads_ = {"gpu-a": tj.cpu_load(60), "gpu-b": tj.cpu_load(20), "gpu-c": tj.cpu_load(20)}
+    loads_ = {"gpu-a": tj.cpu_load(60), "gpu-b": tj.cpu_load(20), "gpu-c": tj.cpu_load(gpu_c_cpu)}
     return snapshot_of(nodes, placed, loads_)
 
 
@@ -126,13 +126,21 @@ def gpu_judge():
 
 
 def test_a_gpu_hot_node_loses_one_gpu_pod_the_one_on_its_hot_gpu_to_a_node_not_gpu_hot():
-    snap = gpu_cluster()
+    # gpu-c, GPU-hot, is cooler on CPU than gpu-b: this profile (no GpuLoad) scores it lower.
+    snap = gpu_cluster(gpu_c_cpu=5)
     hot = {"gpu-a": [gpu("1", 99, 1, pods=("ml/train",))], "gpu-c": [gpu("0", 99, 1)]}
     plan = gpu_judge().plan(tj.view_of(snap), ["gpu-a"], snap, hot, frozenset({"gpu-a"}))
     assert [(m.pod.name, m.source, m.target, m.reason) for m in plan.moves] == [
         ("train", "gpu-a", "gpu-b", gpuhot.GPU_HOT)
     ]
     assert "GPU-hot" in plan.moves[0].note()
+    # Scored alike (both cold at 20 %), the scheduler may pick the GPU-hot node: no move.
+    snap = gpu_cluster()
+    plan = gpu_judge().plan(tj.view_of(snap), ["gpu-a"], snap, hot, frozenset({"gpu-a"}))
+    assert plan.moves == []
+    assert [(s.pod, s.reason) for s in plan.skips if s.pod == "ml/train"] == [
+        ("ml/train", ELSEWHERE)
+    ]
 
 
 def test_without_gpu_hot_figures_a_cpu_normal_node_loses_nothing():

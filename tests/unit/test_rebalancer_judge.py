@@ -33,8 +33,11 @@ from scheduler.framework.workloads import (
 from scheduler.rebalancer import settings, victims
 from scheduler.rebalancer.classify import Classification, classify
 from scheduler.rebalancer.judge import (
+    ELSEWHERE,
     GOES_BACK,
     NO_TARGET,
+    NOT_CHOSEN,
+    TOO_LITTLE,
     Judge,
     Move,
     Plan,
@@ -197,30 +200,50 @@ def preferring(weights: dict[str, int]) -> PodInfo:
 
 
 @pytest.mark.parametrize(
-    ("weight", "reason", "detail"),
+    ("weight", "warm", "target", "reason", "detail"),
     [
-        (20, "", ""),
-        (45, GOES_BACK, "hot scores 91, cold 91: not more than 20 points apart"),
+        (20, 65, "warm", "", ""),
+        (45, 65, "warm", "", ""),
+        (20, 78, "", ELSEWHERE, "warm (normal; with the pod over high or not known) scores"),
+        (100, 65, "", GOES_BACK, "hot scores 201, warm 221: not more than 20 points apart"),
     ],
 )
-def test_the_hot_node_is_ranked_among_every_feasible_node(weight, reason, detail):
-    # The replacement prefers the warm node (100, not a target: not cold) and the hot node
-    # (`weight`). Scored with every feasible node, as the cycle scores them, NodeAffinity's
-    # normalisation gives the hot node weight/100 of its points: at 20 it trails the cold
-    # target (41 < 91); scored with the target alone it would lead (201 > 91) and the move would
-    # be refused. At 45 it ties the target (91): the scheduler could pick either, the pod stays.
+def test_the_replacement_goes_where_the_scheduler_puts_it(weight, warm, target, reason, detail):
+    # The replacement prefers the warm node (100, not a cold target) and the hot node
+    # (`weight`). Scored with every feasible node, as the cycle scores them, the warm node is
+    # the scheduler's pick, not the cold target: the relief is booked there while it stays
+    # under high with the pod (at 65 %, +3.75 %); at 78 % the pod would make it hot, so the pod
+    # stays. At weight 100 the hot node ties the warm one: it could come back.
     nodes = [
         node_doc(n, labels={"tier": t}) for n, t in (("hot", "s"), ("cold", "t"), ("warm", "x"))
     ]
     pod = preferring({"s": weight, "x": 100})
-    loads = {"hot": cpu_load(95), "cold": cpu_load(30), "warm": cpu_load(65)}
+    loads = {"hot": cpu_load(95), "cold": cpu_load(30), "warm": cpu_load(warm)}
     snap = snapshot_of(nodes, [(pod, "hot")], loads)
     plan = judge().plan(view_of(snap), ["hot"], snap)
     if reason:
         assert plan.moves == []
-        assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
+        assert [s.reason for s in plan.skips] == [reason]
+        assert plan.skips[0].detail.startswith(detail)
     else:
-        assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+        assert [(m.target, m.target_after) for m in plan.moves] == [(target, {"cpu": warm + 3.75})]
+        assert plan.skips == []
+
+
+def test_a_third_node_that_outscores_the_target_gets_the_replacement():
+    # spread_cluster with a fourth node holding no replica at 55 % (normal, not a target):
+    # spreading gives it all its points and it outscores the cold node (225 to 223). The
+    # scheduler puts the replacement there, so the relief and the pod's use are booked there.
+    extra = node_doc("third")
+    snap = spread_cluster(20)
+    snap = snapshot_of(
+        [*snap.nodes.values(), extra],
+        [(p, n.name) for n in snap.nodes.values() for p in n.pods.values()],
+        {**snap.loads, "third": cpu_load(55)},
+    )
+    snap.now = 120.0
+    plan = judge(score_margin=0).plan(view_of(snap), ["hot"], snap)
+    assert [(m.target, m.target_usage) for m in plan.moves] == [("third", {"cpu": 55})]
 
 
 def spreading(i: int, cpu: str = "200m") -> PodInfo:
@@ -348,6 +371,91 @@ def test_an_idle_victim_relieves_what_it_uses_not_its_floor():
         view_of(snap), ["hot"], snap
     )
     assert [(m.pod.name, m.share) for m in plan.moves] == [("busy", {"cpu": 10.0})]
+
+
+def test_the_move_that_fixes_the_node_wins_over_an_idle_best_effort_replica():
+    # Excess 12 points (92 % against 80). "idle", BestEffort, measures 120m (3 %): first by the
+    # old strict order (QoS before relief), it would be the node's one move for 3 points, and
+    # the node would rest hot. "web", Burstable, measures 600m (15 %): it covers the excess
+    # alone, so the cheapest set that brings the node under high is web, not idle.
+    def measured(cpu_m: float) -> WorkloadProfile:
+        rev = RevisionProfile(50, 5, 0.0, Percentiles(cpu_m, cpu_m, cpu_m), Percentiles(1, 1, 1))
+        return WorkloadProfile("ReplicaSet", {"": rev})
+
+    idle = replica(
+        {"metadata": {"name": "idle"}, "spec": {"containers": [{"name": "c"}]}}, "app", "idle-rs"
+    )
+    web = replica({"metadata": {"name": "web"}, "spec": _cpu("300m")}, "app", "web-rs")
+    profiles = WorkloadProfiles(
+        {"app/ReplicaSet/idle-rs": measured(120), "app/ReplicaSet/web-rs": measured(600)}
+    )
+    snap = snapshot_of(
+        [node_doc("hot"), node_doc("cold")],
+        [(idle, "hot"), (web, "hot")],
+        {"hot": cpu_load(92), "cold": cpu_load(20)},
+    )
+    est = victims.Estimator.for_profile(PROFILE, lambda: profiles)
+    plan = Judge(PROFILE, settings.RebalancerSettings(), est, lambda w: False).plan(
+        view_of(snap), ["hot"], snap
+    )
+    assert [(m.pod.name, m.share) for m in plan.moves] == [("web", {"cpu": 15.0})]
+    assert ("app/idle", NOT_CHOSEN) in [(k.pod, k.reason) for k in plan.skips]
+    # Under minRelief (4 points), the idle one is not even judged.
+    strict = settings.RebalancerSettings(min_relief=4.0)
+    plan = Judge(PROFILE, strict, est, lambda w: False).plan(view_of(snap), ["hot"], snap)
+    assert ("app/idle", TOO_LITTLE) in [(k.pod, k.reason) for k in plan.skips]
+
+
+@pytest.mark.parametrize(("percentage", "moved"), [(100, True), (0, False)])
+def test_at_120_nodes_the_scheduler_s_sample_may_miss_the_one_good_target(percentage, moved):
+    # One cold node among 118 at 78 %, where the pod (750m of 4 cores, 18.75 points) would go
+    # over high. Scoring every node, the scheduler takes the cold one. Scoring a sample of 100
+    # of the 120 (the adaptive share), 20 consecutive nodes are left out, and a sample without
+    # the cold node puts the replacement on a node it makes hot, or back: the pod stays.
+    warm = [f"w{i:03d}" for i in range(118)]
+    nodes = [node_doc(n) for n in ("hot", *warm[:59], "cold", *warm[59:])]
+    web = replica({"metadata": {"name": "web"}, "spec": _cpu("500m")}, "app", "web-rs")
+    loads = {"hot": cpu_load(95), "cold": cpu_load(20), **{n: cpu_load(78) for n in warm}}
+    snap = snapshot_of(nodes, [(web, "hot")], loads)
+    j = Judge(
+        PROFILE, settings.RebalancerSettings(), ESTIMATOR, lambda w: False, percentage=percentage
+    )
+    plan = j.plan(view_of(snap), ["hot"], snap)
+    if moved:
+        assert [m.target for m in plan.moves] == ["cold"]
+    else:
+        assert plan.moves == []
+        assert [s.reason for s in plan.skips] in ([ELSEWHERE], [GOES_BACK])
+
+
+def test_each_scheduler_s_pods_are_judged_by_their_own_profile():
+    # ballast-batch's profile ignores taints; the only cold node carries one. Its pod fits
+    # there by its own profile; judged by the judging profile (ballast) it fits nowhere.
+    cfg = settings.parse(
+        {
+            "profiles": [
+                {"schedulerName": "ballast"},
+                {
+                    "schedulerName": "ballast-batch",
+                    "plugins": {"filter": {"disabled": [{"name": "TaintToleration"}]}},
+                },
+            ],
+            "rebalancer": {"schedulers": ["ballast", "ballast-batch"]},
+        }
+    )
+    profiles = build_profiles(cfg.scheduler)
+    taint = [{"key": "batch-only", "value": "yes", "effect": "NoSchedule"}]
+    body = replica({"metadata": {"name": "b"}, "spec": _cpu("500m")}, "app", "b-rs").raw
+    body["spec"]["schedulerName"] = "ballast-batch"
+    snap = snapshot_of(
+        [node_doc("hot"), node_doc("cold", taints=taint)],
+        [(pod_info(body), "hot")],
+        {"hot": cpu_load(95), "cold": cpu_load(20)},
+    )
+    one = Judge(profiles["ballast"], cfg.rebalancer, ESTIMATOR, lambda w: False)
+    assert one.plan(view_of(snap), ["hot"], snap).moves == []
+    own = Judge(profiles["ballast"], cfg.rebalancer, ESTIMATOR, lambda w: False, profiles=profiles)
+    assert [m.target for m in own.plan(view_of(snap), ["hot"], snap).moves] == ["cold"]
 
 
 # --- the property -------------------------------------------------------------------------

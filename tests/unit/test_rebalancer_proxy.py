@@ -194,3 +194,36 @@ def test_the_setting_is_checked_and_read_from_the_environment():
     assert configuration.load(env=env, overrides={"rebalancer_url": url}).rebalancer_url == url
     with pytest.raises(ConfigError, match="rebalancer_url must be an http"):
         configuration.load(env={**env, "BALLAST_REBALANCER_URL": "ballast-rebalancer:10260"})
+
+
+def test_a_token_guards_status_and_decisions_and_the_watcher_sends_it(tmp_path):
+    from scheduler.backend.metrics_client import BearerToken
+
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    server = StatusServer("127.0.0.1", 0, Telemetry(), DecisionLog(), state,
+                          lambda: (True, "ok"), BearerToken(path=str(token)).value)  # fmt: skip
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}"
+        for path in ("/status", "/decisions"):
+            status, doc = fetch(Config(rebalancer_url=url), path)
+            assert status == 401 and "token" in doc["error"], path
+        for path in ("/metrics", "/healthz"):  # scraped and probed without one
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as conn:
+                conn.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+                assert conn.recv(64).startswith(b"HTTP/1.0 200"), path
+        with_token = Config(rebalancer_url=url, rebalancer_token_file=str(token))
+        assert fetch(with_token, "/status")[0] == 200
+        # The Secret rotates (the file is replaced): the next request needs the new one.
+        token.write_text("second-and-longer\n")
+        assert fetch(Config(rebalancer_url=url, rebalancer_token_file=str(tmp_path / "x")),
+                     "/status")[0] == 502  # fmt: skip
+        stale = tmp_path / "stale"
+        stale.write_text("first\n")
+        assert (
+            fetch(Config(rebalancer_url=url, rebalancer_token_file=str(stale)), "/status")[0] == 401
+        )
+        assert fetch(with_token, "/decisions")[0] == 200
+    finally:
+        server.stop()

@@ -12,13 +12,23 @@ import pytest
 from kubernetes import client
 
 from scheduler.config.profiles import build_profiles
-from scheduler.framework.clusterindex import NAMESPACES, PDBS, REPLICA_SETS
+from scheduler.framework.clusterindex import DEPLOYMENTS, NAMESPACES, PDBS, REPLICA_SETS
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.resources import pod_info
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, limits, settings, victims
-from scheduler.rebalancer.runtime import NOT_LEADING, Rebalancer
+from scheduler.rebalancer.actor import (
+    EVENT_TTL_S,
+    MAX_REST_S,
+    NOT_LEADING,
+    THROTTLE_BACKOFF_S,
+    THROTTLE_MAX_S,
+)
+from scheduler.rebalancer.classify import Classification
+from scheduler.rebalancer.judge import Move, Plan
+from scheduler.rebalancer.rounds import REPLANS
+from scheduler.rebalancer.runtime import Rebalancer
 from tests.unit.test_rebalancer import pod
 
 PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
@@ -38,6 +48,13 @@ def test_the_judged_schedulers_default_to_the_profile_and_must_be_profiles():
         parse({"schedulers": ["ballast", "default-scheduler"]})
     with pytest.raises(ConfigError, match="at least one"):
         parse({"schedulers": []})
+
+
+def test_min_relief_setting():
+    assert parse({}).min_relief == 2.0
+    assert parse({"minRelief": 0.5}).min_relief == 0.5
+    with pytest.raises(ConfigError, match="minRelief"):
+        parse({"minRelief": -1})
 
 
 def test_min_replicas_and_namespace_selector_settings():
@@ -103,9 +120,10 @@ def test_workload_rules_from_the_cache():
     index.put(REPLICA_SETS, "app/web", replica_set("web", 2))
     assert victims.workload_ineligible(w, index, s) == ""
     assert victims.workload_ineligible(w, index, parse({"minReplicas": 3})) == victims.FEW_REPLICAS
+    # A Job's pods are allowed by evictJobs alone, whatever minReplicas says.
     job = victims.Workload("Job", "app", "once")
     assert victims.workload_ineligible(job, index, parse({"minReplicas": 1})) == ""
-    assert victims.workload_ineligible(job, index, s) == victims.FEW_REPLICAS
+    assert victims.workload_ineligible(job, index, s) == ""
     # The template's opt-out annotation.
     index.put(
         REPLICA_SETS,
@@ -153,13 +171,21 @@ def test_a_budget_at_its_limit_is_read_from_the_cache():
     assert limits.budget_at_limit(w, index) == "all"
 
 
-def test_refusals_last_their_rest_period_and_in_flight_its_hold():
-    r = limits.Refusals()
+def test_set_asides_last_their_rest_period_and_in_flight_its_hold():
+    r = limits.SetAside()
     w = victims.Workload("ReplicaSet", "app", "db")
-    r.add(w, 100.0)
-    assert r.active(w, 99.0) and not r.active(w, 100.0)
+    r.add(w.key, 100.0, evictions.PDB)
+    r.add("uid-1", 50.0, evictions.FAILED)
+    r.add("uid-1", 40.0, evictions.NO_ANSWER)  # an earlier end never shortens a set-aside
+    assert r.why(w.key, 99.0) == evictions.PDB and r.why(w.key, 100.0) == ""
+    assert r.why("uid-1", 45.0) == evictions.FAILED
     r.prune(101.0)
     assert r.until == {}
+
+    bucket = limits.TokenBucket(60.0, 1, clock=lambda: 0.0)
+    assert bucket.take() and not bucket.take()
+    bucket.give_back()  # a refused request: its token is not spent
+    assert bucket.take()
 
     now = [0.0]
     index = snapshot_of([]).cluster
@@ -249,7 +275,7 @@ class Writer:
         self.outcomes = list(outcomes)
         self.within: list[float] = []
 
-    def evict(self, pod: Any, within: float) -> evictions.Outcome:
+    def evict(self, pod: Any, within: float, dry_run: bool = False) -> evictions.Outcome:
         self.within.append(within)
         return self.outcomes.pop(0)
 
@@ -262,24 +288,46 @@ def offline_rebalancer() -> Rebalancer:
     return Rebalancer(cfg, api, build_profiles(cfg.scheduler))
 
 
-def test_throttling_is_tried_again_and_a_budget_is_not():
+class Pauses:
+    """The rebalancer's stop event, recording each pause it is asked to wait."""
+
+    def __init__(self) -> None:
+        self.waited: list[float] = []
+
+    def wait(self, seconds: float) -> bool:
+        self.waited.append(seconds)
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+
+def test_throttling_is_tried_again_after_its_retry_after_and_a_budget_is_not(monkeypatch):
     r = offline_rebalancer()
-    slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=0.01)
-    r.writer = Writer(slow, slow, evictions.Outcome(evictions.EVICTED))
-    assert r._evict(pod("web")).result == evictions.EVICTED
-    assert len(r.writer.within) == 3
-    r.writer = Writer(slow, slow, slow, evictions.Outcome(evictions.EVICTED))
-    assert r._evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
-    r.writer = Writer(
+    pauses = Pauses()
+    monkeypatch.setattr(r.actor, "stopping", pauses)
+    slow = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=2.0)
+    bare = evictions.Outcome(evictions.THROTTLED, "slow down")  # no retryAfterSeconds
+    r.actor.writer = Writer(slow, bare, evictions.Outcome(evictions.EVICTED))
+    assert r.actor.evict(pod("web")).result == evictions.EVICTED
+    assert len(r.actor.writer.within) == 3
+    # The server's retryAfterSeconds first, then the backoff (0.5 s doubled once).
+    assert pauses.waited == [2.0, 2 * THROTTLE_BACKOFF_S]
+    pauses.waited.clear()
+    huge = evictions.Outcome(evictions.THROTTLED, "slow down", retry_after=60.0)
+    r.actor.writer = Writer(huge, huge, huge, evictions.Outcome(evictions.EVICTED))
+    assert r.actor.evict(pod("web")).result == evictions.THROTTLED  # three attempts, then skipped
+    assert pauses.waited == [THROTTLE_MAX_S, THROTTLE_MAX_S]  # never longer than the cap
+    r.actor.writer = Writer(
         evictions.Outcome(evictions.PDB, "budget"), evictions.Outcome(evictions.EVICTED)
     )
-    assert r._evict(pod("db")).result == evictions.PDB
-    assert len(r.writer.within) == 1  # a budget's refusal is not asked again
+    assert r.actor.evict(pod("db")).result == evictions.PDB
+    assert len(r.actor.writer.within) == 1  # a budget's refusal is not asked again
 
 
 def test_no_eviction_call_without_a_confirmed_lease():
     r = offline_rebalancer()
-    r.writer = Writer(evictions.Outcome(evictions.EVICTED))
+    r.actor.writer = Writer(evictions.Outcome(evictions.EVICTED))
 
     class Elector:
         retry_period = 2.0
@@ -290,5 +338,139 @@ def test_no_eviction_call_without_a_confirmed_lease():
             return 0.0
 
     r.elector = Elector()
-    assert r._evict(pod("web")).result == NOT_LEADING
-    assert r.writer.within == [] and Elector.margins == [2.0]
+    assert r.actor.evict(pod("web")).result == NOT_LEADING
+    assert r.actor.writer.within == [] and Elector.margins == [2.0]
+
+
+# --- the operator's own markers, QoS and the estimator's settings ---------------------------
+def test_safe_to_evict_false_keeps_a_pod_where_it_is():
+    s = parse({})
+    kept = pod("kept")
+    kept.raw["metadata"]["annotations"] = {victims.SAFE_TO_EVICT_ANNOTATION: "false"}
+    assert victims.ineligible(kept, s) == victims.NOT_SAFE
+    free = pod("free")
+    free.raw["metadata"]["annotations"] = {victims.SAFE_TO_EVICT_ANNOTATION: "true"}
+    assert victims.ineligible(free, s) == ""
+
+
+def test_qos_is_the_status_else_computed_from_parsed_quantities():
+    # Requests "1" and limits "1000m" are equal: Guaranteed, not Burstable.
+    same = {"cpu": "1000m", "memory": "1Gi"}
+    g = pod("g", cpu="1", limits_=same)
+    g.raw["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1073741824"
+    assert victims.qos_class(g) == "Guaranteed"
+    assert victims.qos_class(pod("b", cpu="500m", limits_=same)) == "Burstable"
+    assert victims.qos_class(pod("e", cpu="")) == "BestEffort"
+    # The status says what the kubelet decided; it wins over the spec.
+    told = pod("told", cpu="500m", limits_=same)
+    told.raw["status"]["qosClass"] = "Guaranteed"
+    assert victims.qos_class(told) == "Guaranteed"
+
+
+def deployment_obj(name: str, annotations: dict | None = None, template: dict | None = None):
+    return {
+        "metadata": {"name": name, "namespace": "app", "annotations": annotations or {}},
+        "spec": {"replicas": 3, "template": {"metadata": {"annotations": template or {}}}},
+    }
+
+
+def test_the_opt_out_is_read_up_the_owner_chain_from_the_cache():
+    index = snapshot_of([]).cluster
+    s = parse({})
+    w = victims.Workload("ReplicaSet", "app", "web-5d8")
+    rs = replica_set("web-5d8", 3)
+    rs["metadata"]["ownerReferences"] = [{"kind": "Deployment", "name": "web", "controller": True}]
+    index.put(REPLICA_SETS, "app/web-5d8", rs)
+    assert victims.workload_ineligible(w, index, s) == ""
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web"))
+    assert victims.workload_ineligible(w, index, s) == ""
+    out = {victims.OPT_OUT_ANNOTATION: "false"}
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web", annotations=out))
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on the Deployment
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web", template=out))
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on its template
+    index.put(DEPLOYMENTS, "app/web", deployment_obj("web"))
+    rs["metadata"]["annotations"] = out
+    index.put(REPLICA_SETS, "app/web-5d8", rs)
+    assert victims.workload_ineligible(w, index, s) == victims.OPTED_OUT  # on the ReplicaSet
+
+
+def test_job_pods_move_with_evict_jobs_alone():
+    job_pod = pod("once-x", owner="Job")
+    assert victims.ineligible(job_pod, parse({})) == victims.JOBS
+    assert victims.ineligible(job_pod, parse({"evictJobs": True})) == ""
+    index = snapshot_of([]).cluster
+    job = victims.Workload("Job", "app", "once")
+    assert victims.workload_ineligible(job, index, parse({"evictJobs": True})) == ""
+
+
+def test_the_estimator_takes_the_judging_profile_s_load_plugin():
+    def profile(plugins: list[str], args: dict | None = None):
+        doc = {
+            "schedulerName": "ballast",
+            "plugins": {"score": {"enabled": [{"name": p, "weight": 1} for p in plugins]}},
+            "pluginConfig": [{"name": n, "args": a} for n, a in (args or {}).items()],
+        }
+        disabled = [
+            p for p in ("TargetLoadPacking", "LoadVariationRiskBalancing") if p not in plugins
+        ]
+        doc["plugins"]["score"]["disabled"] = [{"name": p} for p in disabled]
+        cfg = settings.parse({"profiles": [doc]})
+        return build_profiles(cfg.scheduler)["ballast"]
+
+    burstable = pod("web", cpu="400m")  # no limit
+    # LoadVariationRiskBalancing alone (the chart's profile): the pod's request, no multiplier.
+    lvrb = victims.Estimator.for_profile(profile(["LoadVariationRiskBalancing"]))
+    assert lvrb.use(burstable, "cpu") == 400
+    # TargetLoadPacking's rule with its own args: request x its multiplier.
+    tlp = victims.Estimator.for_profile(
+        profile(["TargetLoadPacking"], {"TargetLoadPacking": {"defaultRequestsMultiplier": "2"}})
+    )
+    assert tlp.use(burstable, "cpu") == 800
+
+
+def test_a_node_rests_in_proportion_to_the_relief_and_never_past_the_event_ttl():
+    r = offline_rebalancer()  # provider lag 15 s
+    view = Classification(window={"n1": 300.0})
+    web = pod("web")
+    w = victims.Workload("ReplicaSet", "app", "web")
+
+    def move(after: float) -> Move:
+        high = {"cpu": 80.0}
+        return Move(web, w, "n1", "n2", {"cpu": 92.0}, {"cpu": after}, {}, {}, {}, high)
+
+    assert r.actor.rest(view, move(70.0)) == 315.0  # under high: the whole window
+    assert r.actor.rest(view, move(83.0)) == 0.75 * 300 + 15  # 9 of 12 points
+    assert r.actor.rest(view, move(91.0)) == 0.5 * 300 + 15  # never under half the window
+    long = Classification(window={"n1": 7200.0})
+    assert r.actor.rest(long, move(70.0)) == MAX_REST_S < EVENT_TTL_S
+
+
+def test_a_node_whose_eviction_may_have_happened_is_not_planned_again(monkeypatch):
+    """No answer, and the pod's state unknown: the node rests and the round does not take a
+    second pod off it; a plain failure lets the round plan the node again."""
+    r = offline_rebalancer()
+    web = pod("web")
+    w = victims.Workload("ReplicaSet", "app", "web")
+    cpu = {"cpu": 10.0}
+    move = Move(web, w, "n1", "n2", {"cpu": 92.0}, {"cpu": 70.0}, cpu, cpu, cpu, {"cpu": 80.0})
+    view = Classification(window={"n1": 300.0})
+    plans: list[list[str]] = []
+
+    def plan(view_, nodes, *args, **kwargs):
+        plans.append(list(nodes))
+        return Plan(moves=[move])
+
+    monkeypatch.setattr(r.rounds, "_plan", plan)
+    for answer, replans in (("unknown", 1), ("there", REPLANS)):
+        plans.clear()
+        r.memory.cooldowns.until.clear()
+        outcome = evictions.Outcome(
+            evictions.NO_ANSWER, f"timeout; pod {answer}", maybe=answer == "unknown"
+        )
+        monkeypatch.setattr(r.actor, "evict", lambda pod, dry_run=False, o=outcome: o)
+        monkeypatch.setattr(r.actor.writer, "intend", lambda *a: "")
+        summary: dict = {"evicted": [], "wouldEvict": []}
+        r.rounds.act(view, ["n1"], None, time.time(), {}, frozenset(), summary)
+        assert len(plans) == replans, answer
+        assert r.memory.cooldowns.active("n1", time.time()) == (answer == "unknown")

@@ -12,7 +12,7 @@ URL = {"BALLAST_PROMETHEUS_URL": "http://prom:9090"}
 
 def test_defaults():
     cfg = load(env=URL)
-    assert cfg.poll_interval == 15.0 and cfg.window == 300.0 and cfg.listen == "0.0.0.0:2020"
+    assert cfg.poll_interval == 15.0 and cfg.window == 300.0 and cfg.listen == ":2020"
     assert cfg.expiry_seconds == 300.0
     assert cfg.horizon_bounds == (30.0, 300.0)  # two polls .. the expiry
     assert cfg.redis_url == "" and cfg.source == "Prometheus"

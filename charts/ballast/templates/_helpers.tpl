@@ -85,3 +85,112 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end -}}
+
+{{/* A cluster-scoped object's name: the release's name alone would collide with a release of
+     the same name in another namespace. `ballast` in `ballast` keeps its short name. */}}
+{{- define "ballast.clusterName" -}}
+{{- $root := index . 0 -}}
+{{- $base := include "ballast.fullname" $root -}}
+{{- if eq $base $root.Release.Namespace -}}
+{{- printf "%s-%s" $base (index . 1) -}}
+{{- else -}}
+{{- printf "%s-%s-%s" $base $root.Release.Namespace (index . 1) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A generated secret's value: (list $ "secret-name" "key" "given"). The value given, else the
+     one the cluster already holds (lookup: nothing under `helm template` or Argo CD, which is
+     why every token has an existingSecret), else a random one. Remembered for the whole render,
+     so the Secret and the pods' checksum annotations agree. */}}
+{{- define "ballast.secretValue" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $key := index . 2 -}}
+{{- $given := index . 3 -}}
+{{- if not (hasKey $root.Values "__ballastGenerated") -}}
+{{- $_ := set $root.Values "__ballastGenerated" dict -}}
+{{- end -}}
+{{- $memo := get $root.Values "__ballastGenerated" -}}
+{{- $id := printf "%s/%s" $name $key -}}
+{{- if not (hasKey $memo $id) -}}
+{{- $value := $given -}}
+{{- if not $value -}}
+{{- $old := lookup "v1" "Secret" $root.Release.Namespace $name -}}
+{{- $value = get ($old.data | default dict) $key | b64dec | default (randAlphaNum 40) -}}
+{{- end -}}
+{{- $_ := set $memo $id $value -}}
+{{- end -}}
+{{- get $memo $id -}}
+{{- end -}}
+
+{{/* What a pod reads from a Secret at start, for its checksum annotation: the value when the
+     chart makes the Secret, the Secret's name when it is the operator's (existingSecret; its
+     content is not the chart's to see: roll the pods after rotating it). (list $ "existing"
+     "secret-name" "key" "given") */}}
+{{- define "ballast.secretChecksum" -}}
+{{- $root := index . 0 -}}
+{{- $existing := index . 1 -}}
+{{- if $existing -}}
+{{- printf "existing:%s" $existing -}}
+{{- else -}}
+{{- include "ballast.secretValue" (list $root (index . 2) (index . 3) (index . 4)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ballast.extenderSecret" -}}
+{{- .Values.scheduler.extender.existingSecret | default (printf "%s-scheduler-extender-token" (include "ballast.fullname" .)) -}}
+{{- end -}}
+
+{{- define "ballast.leaseName" -}}
+{{- .Values.scheduler.config.leaderElection.resourceName | default (printf "%s-scheduler" (include "ballast.fullname" .)) -}}
+{{- end -}}
+
+{{/* Where a part's pods go and what they carry: (list $ "watcher" .Values.watcher). The
+     default affinity spreads the replicas over nodes; `affinity` replaces it. */}}
+{{- define "ballast.placement" -}}
+{{- $root := index . 0 -}}
+{{- $part := index . 1 -}}
+{{- $v := index . 2 -}}
+{{- if $v.affinity }}
+affinity:
+  {{- toYaml $v.affinity | nindent 2 }}
+{{- else if ne $part "redis" }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- include "ballast.selector" (list $root $part) | nindent 14 }}
+{{- end }}
+{{- with $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* imagePullSecrets for a part: its own list, else the chart's. */}}
+{{- define "ballast.pullSecrets" -}}
+{{- $root := index . 0 -}}
+{{- $v := index . 1 -}}
+{{- with ($v.imagePullSecrets | default $root.Values.imagePullSecrets) }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The log settings every Ballast process takes as flags. */}}
+{{- define "ballast.logArgs" -}}
+- --log-level={{ .Values.logging.level }}
+- --log-format={{ .Values.logging.format }}
+{{- end -}}

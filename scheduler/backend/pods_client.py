@@ -1,0 +1,97 @@
+"""The watcher's per-pod statistics (`GET /api/v1/pods`, watcher/podstats.py), kept fresh by a
+background thread exactly as the workload profiles are (backend/profiles_client.py): the cycle
+reads `pod_usage()` and never waits; a failed or malformed answer keeps the last good one; a
+watcher without them (404: pod usage off, or an upstream load-watcher) is asked again every
+`idle` seconds, and the peak model falls back on the nodes' window statistics meanwhile.
+
+Each figure is the larger of the window's and the history's: a pod whose use stepped up shows
+it within the window, and a burst hours ago still counts until the history forgets it (the
+paper's max-of-predictors, applied per pod). The history's max is the most the pod used in the
+last 24 hours.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from scheduler.backend.profiles_client import ProfilesClient
+from scheduler.framework.podusage import NO_POD_USAGE, Figures, PodFigures, PodUsage
+
+WINDOW = ("mean", "std", "p90", "p95", "p99", "max")
+HISTORY = ("weight", "mean", "std", "p90", "p95", "p99", "max")
+
+
+def _column(doc: Any, n: int, where: str) -> np.ndarray:
+    """One figure for every pod; NaN where a value is missing, negative or not a number (the
+    pod is then left out, alone)."""
+    if not isinstance(doc, list) or len(doc) != n:
+        raise ValueError(f"{where}: expected a list of {n} numbers")
+    out = np.array([v if _number(v) else math.nan for v in doc], dtype=np.float64)
+    out[out < 0] = math.nan
+    return out
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _resource(doc: Any, n: int, where: str) -> np.ndarray:
+    """pods x (mean, std, p90, p95, p99, max): each the larger of the window's and the
+    history's."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where}: expected an object")
+    win, hist = doc.get("window"), doc.get("history")
+    if not isinstance(win, dict) or not isinstance(hist, dict):
+        raise ValueError(f"{where}: expected `window` and `history` objects")
+    w = np.column_stack([_column(win.get(f), n, f"{where}.window.{f}") for f in WINDOW])
+    h = np.column_stack([_column(hist.get(f), n, f"{where}.history.{f}") for f in HISTORY])
+    merged = w.copy()
+    known = h[:, 0] > 0  # a history of weight 0 says nothing
+    merged[known] = np.maximum(w[known], h[known, 1:])
+    return merged
+
+
+def parse_pods(doc: Any) -> PodUsage:
+    """The watcher's answer -> PodUsage; a malformed pod is left out, alone; a malformed
+    column makes the whole answer malformed (the last good one is kept)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("pods"), list):
+        raise ValueError("expected an object with a `pods` list")
+    names = doc["pods"]
+    n = len(names)
+    workloads = doc.get("workloads")
+    if not isinstance(workloads, list) or len(workloads) != n:
+        workloads = [None] * n
+    samples = _column(doc.get("samples"), n, "samples")
+    cpu = _resource(doc.get("cpu"), n, "cpu")
+    memory = _resource(doc.get("memory"), n, "memory")
+    good = ~(np.isnan(cpu).any(axis=1) | np.isnan(memory).any(axis=1) | np.isnan(samples))
+    out: dict[tuple[str, str], PodFigures] = {}
+    cpu_rows, memory_rows, counts = cpu.tolist(), memory.tolist(), samples.tolist()
+    for i in np.flatnonzero(good).tolist():
+        key = names[i]
+        namespace, _, name = key.partition("/") if isinstance(key, str) else ("", "", "")
+        if not namespace or not name:
+            continue
+        workload = workloads[i] if isinstance(workloads[i], str) and workloads[i] else None
+        out[(namespace, name)] = PodFigures(
+            int(counts[i]), workload, Figures(*cpu_rows[i]), Figures(*memory_rows[i])
+        )
+    built = doc.get("built")
+    return PodUsage(out, float(built) if _number(built) else 0.0)
+
+
+class PodsClient(ProfilesClient):
+    PATH = "/api/v1/pods"
+    WHAT = "pod statistics"
+    EMPTY = NO_POD_USAGE
+
+    @staticmethod
+    def parse(doc: Any) -> Any:
+        return parse_pods(doc)
+
+    def pod_usage(self) -> PodUsage:
+        doc = self.profiles()
+        return doc if isinstance(doc, PodUsage) else NO_POD_USAGE

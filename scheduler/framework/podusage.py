@@ -1,0 +1,54 @@
+"""Per-pod usage statistics as the scheduler holds them (from the watcher's /api/v1/pods), read
+by the peak model (plugins/peak_fit.py)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+_SERIALS = itertools.count(1)
+
+PERCENTILES = ("p90", "p95", "p99", "max")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One resource of one pod: the larger of the window's and the history's figure each
+    (backend/pods_client.py says why); CPU in millicores, memory in bytes."""
+
+    mean: float
+    std: float
+    p90: float
+    p95: float
+    p99: float
+    max: float
+
+    def get(self, percentile: str) -> float:
+        return getattr(self, percentile)
+
+
+@dataclass(frozen=True)
+class PodFigures:
+    samples: int  # in the node window
+    workload: str | None  # `namespace/Kind/name` (shared.workloads), None for a bare pod
+    cpu: Figures
+    memory: Figures
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """Every measured pod by (namespace, name), as of `built` (the watcher's clock)."""
+
+    by_pod: dict[tuple[str, str], PodFigures] = field(default_factory=dict)
+    built: float = 0.0
+    # unique per document, for caches keyed by it (an id() can come back after a free)
+    serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)
+    # per-document results a plugin derives once (the replicas' figures per workload)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.by_pod)
+
+
+NO_POD_USAGE = PodUsage()
