@@ -23,10 +23,20 @@ venv: $(VENV)/.installed
 sandbox-build: deps venv
 	$(BALLAST) sandbox build
 
-lint: venv
+# actionlint checks the release workflow, which cannot run here (docs/deploy.md); a small Go
+# build from the module proxy, cached beside the sandbox's binaries.
+ACTIONLINT_VERSION := v1.7.7
+ACTIONLINT := $(or $(BALLAST_CACHE_DIR),.cache)/bin/actionlint-$(ACTIONLINT_VERSION)
+
+$(ACTIONLINT):
+	mkdir -p $(dir $@)
+	d=$$(mktemp -d) && GOBIN=$$d go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) && mv $$d/actionlint $@ && rmdir $$d
+
+lint: venv $(ACTIONLINT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(ACTIONLINT) .github/workflows/*.yaml
 
 # The differential test (tests/integration/test_differential.py) runs upstream kube-scheduler.
 kube-scheduler-build: sandbox-build
