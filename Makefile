@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
 
 all: test
 
@@ -62,11 +62,16 @@ victoriametrics-build: metrics-server-build helm-build
 thanos-build: victoriametrics-build
 	$(PY) -m sandbox.thanos
 
+# paypal/load-watcher (pinned in sandbox/versions.py) for its interop test and the benchmarks'
+# Trimaran-as-deployed rows; after every other build, never beside them.
+loadwatcher-build: koordinator-build thanos-build
+	$(PY) -m sandbox.loadwatcher
+
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
 	$(PY) -m sandbox.chart
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build lint
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.

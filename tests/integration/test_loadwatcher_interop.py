@@ -1,0 +1,61 @@
+"""Ballast's `/watcher` answers what paypal/load-watcher answers, on one real Prometheus.
+
+Both read a Prometheus that evaluates the recording rules load-watcher hard-codes (Ballast on
+its `load-watcher` query preset, as docs/watcher.md tells a user replacing it). Node by node,
+the two answers carry the same metrics, types and operators in the same order (from
+Prometheus: every metric's AVG, then every metric's STD, no Latest), with values that agree.
+"""
+
+from __future__ import annotations
+
+from shared import wire
+from tests.fixtures.loadwatcher import LoadWatcher, RulesPrometheus
+from tests.fixtures.ports import wait_for
+
+LOADS = {"lwi-idle": (12.0, 20.0), "lwi-half": (50.0, 45.0), "lwi-busy": (85.0, 70.0)}
+# load-watcher averages the rules over 15 minutes of which only the test's seconds exist, Ballast
+# its own polls over 5: both near the set load; irate of the synthetic counters is exact.
+TOLERANCE = 3.0
+
+
+def _rows(doc: dict, node: str) -> list[tuple[str, str, str]]:
+    metrics = doc["data"]["NodeMetricsMap"][node]["metrics"]
+    return [(m["name"], m["type"], m["operator"]) for m in metrics]
+
+
+def test_watcher_answers_what_load_watcher_answers(exporter, make_watcher, tmp_path):
+    for node, (cpu, memory) in LOADS.items():
+        exporter.set(node, cpu=cpu, memory=memory)
+    nodes = list(LOADS)
+    prom = RulesPrometheus(tmp_path / "prom", [exporter.target]).start()
+    theirs = LoadWatcher(tmp_path / "load-watcher", prom.url)
+    try:
+        wait_for(lambda: set(nodes) <= prom.rule_nodes(), timeout=30, what="the recording rules")
+        upstream = theirs.start().wait_nodes(nodes)
+        ours = make_watcher(prom.url, query_preset="load-watcher")
+        ours.wait_nodes(nodes)
+        answer = ours.json("/watcher")
+    finally:
+        theirs.stop()
+        prom.stop()
+
+    assert answer["source"] == upstream["source"] == wire.PROMETHEUS
+    expected = [
+        (name, kind, op)
+        for op in (wire.AVG, wire.STD)
+        for name, kind in (
+            ("instance:node_cpu:ratio", wire.CPU),
+            ("instance:node_memory_utilisation:ratio", wire.MEMORY),
+        )
+    ]
+    for node, (cpu, memory) in LOADS.items():
+        assert _rows(upstream, node) == expected, upstream["data"]["NodeMetricsMap"][node]
+        assert _rows(answer, node) == _rows(upstream, node), node
+        values = {}
+        for doc in (answer, upstream):
+            for m in doc["data"]["NodeMetricsMap"][node]["metrics"]:
+                values.setdefault((m["type"], m["operator"]), []).append(m["value"])
+        assert all(abs(v - cpu) <= TOLERANCE for v in values[(wire.CPU, wire.AVG)]), values
+        assert all(abs(v - memory) <= TOLERANCE for v in values[(wire.MEMORY, wire.AVG)]), values
+        assert all(0 <= v <= TOLERANCE for op in ((wire.CPU, wire.STD), (wire.MEMORY, wire.STD))
+                   for v in values[op]), values  # fmt: skip
