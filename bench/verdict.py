@@ -1,0 +1,74 @@
+"""Who is ahead, from paired windows and the A/A spread (issue 44): pure functions.
+
+Every contender of a scenario sees the same trace windows (or seeds), so a comparison is paired:
+per window, Ballast's figure minus the peer's. Two runs of Ballast's default on two pools (the
+A/A pair) measure what differs by chance alone; their per-window difference, made absolute and
+averaged, is the spread. For a figure where lower is better, Ballast is
+
+- "ahead" when its mean is lower by more than the spread and it is lower in at least
+  AHEAD_SHARE of the windows (5 of 6);
+- "behind" when the same holds the other way;
+- "tie" otherwise: a difference smaller than the spread is not a difference, and a mean won by
+  one window is not a lead.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+AHEAD, TIE, BEHIND = "ahead", "tie", "behind"
+AHEAD_SHARE = 5 / 6
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Mean, median and worst (the highest: every figure here is lower-is-better)."""
+    if not values:
+        raise ValueError("no windows to summarise")
+    return {
+        "mean": round(statistics.fmean(values), 2),
+        "median": round(statistics.median(values), 2),
+        "worst": round(max(values), 2),
+    }
+
+
+def paired(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
+    """Per window, ours minus theirs (negative: ours lower)."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"unpaired: {len(ours)} windows against {len(theirs)}")
+    return [round(a - b, 3) for a, b in zip(ours, theirs, strict=True)]
+
+
+def aa_spread(first: Sequence[float], second: Sequence[float]) -> float:
+    """The mean absolute per-window difference between two runs of the same contender."""
+    diffs = paired(first, second)
+    if not diffs:
+        raise ValueError("no windows for the A/A spread")
+    return round(statistics.fmean(abs(d) for d in diffs), 3)
+
+
+def verdict(ours: Sequence[float], theirs: Sequence[float], spread: float) -> str:
+    """AHEAD, TIE or BEHIND for Ballast (`ours`) against a peer, lower being better."""
+    diffs = paired(ours, theirs)
+    if not diffs:
+        raise ValueError("no windows to compare")
+    need = math.ceil(AHEAD_SHARE * len(diffs) - 1e-9)
+    mean = statistics.fmean(diffs)
+    if mean < -spread and sum(d < 0 for d in diffs) >= need:
+        return AHEAD
+    if mean > spread and sum(d > 0 for d in diffs) >= need:
+        return BEHIND
+    return TIE
+
+
+def comparison(ours: Sequence[float], theirs: Sequence[float], spread: float) -> dict[str, object]:
+    """What a table prints for one peer: both summaries, the paired differences, the spread
+    and the verdict."""
+    return {
+        "ours": summary(ours),
+        "theirs": summary(theirs),
+        "paired": paired(ours, theirs),
+        "aa_spread": spread,
+        "verdict": verdict(ours, theirs, spread),
+    }
