@@ -72,3 +72,55 @@ def comparison(ours: Sequence[float], theirs: Sequence[float], spread: float) ->
         "aa_spread": spread,
         "verdict": verdict(ours, theirs, spread),
     }
+
+
+def windows(runs: list[dict], scenario: str, measure: str, contender: str) -> list[float]:
+    """One figure per window (seed) of `scenario`, in seed order; a missing one raises."""
+    picked = sorted((r for r in runs if r["scenario"] == scenario), key=lambda r: r["seed"])
+    try:
+        return [float(r["contenders"][contender][measure]) for r in picked]
+    except KeyError as exc:
+        raise ValueError(f"{scenario}: no {measure} of {contender} in every window") from exc
+
+
+def scenario_verdicts(
+    runs: list[dict], scenario: str, measure: str, ours: str, twin: str
+) -> dict[str, object]:
+    """`ours` against every other contender of the scenario (its A/A `twin` aside), with the
+    spread between `ours` and `twin` beside each comparison."""
+    contenders = list(dict.fromkeys(c for r in runs if r["scenario"] == scenario
+                                    for c in r["contenders"]))  # fmt: skip
+    mine = windows(runs, scenario, measure, ours)
+    spread = aa_spread(mine, windows(runs, scenario, measure, twin))
+    return {
+        "measure": measure,
+        "ours": ours,
+        "twin": twin,
+        "aa_spread": spread,
+        "peers": {
+            c: comparison(mine, windows(runs, scenario, measure, c), spread)
+            for c in contenders
+            if c not in (ours, twin)
+        },
+    }
+
+
+def verdict_table(verdicts: dict[str, object]) -> str:
+    """Markdown: per peer the mean, median and worst of both, the per-window differences, the
+    A/A spread and the verdict."""
+    ours = verdicts["ours"]
+    spread = verdicts["aa_spread"]
+    rows = [
+        f"| {verdicts['measure']}: {ours} against | theirs mean / median / worst | "
+        f"ours mean / median / worst | ours - theirs per window | A/A spread | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for peer, c in verdicts["peers"].items():  # type: ignore[union-attr]
+        t, o = c["theirs"], c["ours"]
+        diffs = ", ".join(f"{d:+g}" for d in c["paired"])
+        rows.append(
+            f"| {peer} | {t['mean']:g} / {t['median']:g} / {t['worst']:g} | "
+            f"{o['mean']:g} / {o['median']:g} / {o['worst']:g} | {diffs} | {spread:g} | "
+            f"{c['verdict']} |"
+        )
+    return "\n".join(rows) + "\n"

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from bench.verdict import AHEAD, BEHIND, TIE, aa_spread, comparison, paired, summary, verdict
+from bench.verdict import (
+    AHEAD,
+    BEHIND,
+    TIE,
+    aa_spread,
+    comparison,
+    paired,
+    scenario_verdicts,
+    summary,
+    verdict,
+    verdict_table,
+)
 
 
 def test_ahead_needs_the_mean_and_five_windows_of_six():
@@ -39,3 +50,31 @@ def test_spread_summary_and_pairs():
         paired([1, 2], [1])
     with pytest.raises(ValueError):
         summary([])
+
+
+def _runs(figures: dict[str, list[float]]) -> list[dict]:
+    seeds = range(1, len(next(iter(figures.values()))) + 1)
+    return [
+        {"scenario": "trace", "seed": s,
+         "contenders": {c: {"node_seconds_over_100": v[s - 1]} for c, v in figures.items()}}
+        for s in seeds
+    ]  # fmt: skip
+
+
+def test_scenario_verdicts_and_table():
+    runs = _runs({
+        "ballast-lvrb": [10, 12, 11, 9, 10, 40],
+        "ballast-lvrb-aa": [12, 10, 11, 11, 12, 38],  # spread 1.67
+        "koordinator": [30, 31, 29, 30, 30, 35],
+        "trimaran-lvrb": [11, 13, 10, 10, 11, 41],
+    })  # fmt: skip
+    v = scenario_verdicts(runs, "trace", "node_seconds_over_100", "ballast-lvrb", "ballast-lvrb-aa")
+    assert v["aa_spread"] == pytest.approx(1.667, abs=1e-3)
+    assert v["peers"]["koordinator"]["verdict"] == AHEAD
+    assert v["peers"]["trimaran-lvrb"]["verdict"] == TIE
+    assert set(v["peers"]) == {"koordinator", "trimaran-lvrb"}
+    text = verdict_table(v)
+    assert "| koordinator | 30.83 / 30 / 35 | 15.33 / 10.5 / 40 |" in text
+    assert text.count("\n") == 4
+    with pytest.raises(ValueError, match="no node_seconds_over_100 of nobody"):
+        scenario_verdicts(runs, "trace", "node_seconds_over_100", "nobody", "ballast-lvrb")
