@@ -10,8 +10,10 @@ benchmarks must fit their budgets. Where a scaled value would be faster than the
 it is floored, and a floored value must stay within one trace step of the deployed one
 (tests/unit/test_bench_timescale.py), else the replay is to be slowed instead.
 
-Settings a peer's binary fixes in real time (Trimaran's fetch, load-watcher's windows) cannot
-follow; they are listed with `fixed` saying why, so the table shows how far off they are.
+Settings a peer's binary fixes in real time (Trimaran's fetch and its recently-bound pods,
+load-watcher's fetch) cannot follow; they are listed with `fixed` saying why, so the table shows
+how far off they are. load-watcher's windows, hard-coded in its queries, follow through a proxy
+that scales their ranges (sandbox/loadwatcher/serve.py).
 docs/trace.md's table is `table()`'s output.
 """
 
@@ -26,6 +28,7 @@ from watcher import defaults as watcher_defaults
 
 STEP_WALL = 5.0  # wall seconds one 5-minute trace step lasts
 SPEED = STEP_SECONDS / STEP_WALL  # trace seconds per wall second: 60
+LOAD_WATCHER_SPEED = SPEED  # RangeProxy's factor for load-watcher's query ranges
 FASTEST_POLL = 1.0  # wall seconds: Prometheus's scrape and the watcher's poll on 2 busy cores
 MIN_WINDOW_SAMPLES = 5  # polls a window holds, so its deviation means something
 LOOK_BACK, PACE = "look-back", "pace"
@@ -118,8 +121,9 @@ SETTINGS: tuple[Setting, ...] = (
             fixed="a constant of scheduler-plugins' Trimaran collector"),
     Setting("Trimaran", "recently bound pods", LOOK_BACK, 60.0, "scheduler-plugins", 60.0,
             fixed="a constant of scheduler-plugins' Trimaran"),
-    Setting("load-watcher", "window", LOOK_BACK, 900.0, "load-watcher v0.2.4", 900.0,
-            fixed="load-watcher's 15m window is hard-coded in its Prometheus queries"),
+    # Hard-coded in its queries; RangeProxy (sandbox/loadwatcher/serve.py) scales their ranges.
+    Setting("load-watcher", "window (through RangeProxy)", LOOK_BACK, 900.0,
+            "load-watcher v0.2.4", scaled(900.0)),
     Setting("load-watcher", "fetch", PACE, 60.0, "load-watcher v0.2.4", 60.0,
             fixed="load-watcher sleeps a hard-coded minute between fetches"),
 )  # fmt: skip

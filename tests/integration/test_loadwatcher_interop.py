@@ -8,6 +8,9 @@ Prometheus: every metric's AVG, then every metric's STD, no Latest), with values
 
 from __future__ import annotations
 
+import requests
+
+from sandbox.loadwatcher.serve import RangeProxy
 from shared import wire
 from tests.fixtures.loadwatcher import LoadWatcher, RulesPrometheus
 from tests.fixtures.ports import wait_for
@@ -59,3 +62,29 @@ def test_watcher_answers_what_load_watcher_answers(exporter, make_watcher, tmp_p
         assert all(abs(v - memory) <= TOLERANCE for v in values[(wire.MEMORY, wire.AVG)]), values
         assert all(0 <= v <= TOLERANCE for op in ((wire.CPU, wire.STD), (wire.MEMORY, wire.STD))
                    for v in values[op]), values  # fmt: skip
+
+
+def test_range_proxy_scales_load_watchers_windows(exporter, prometheus):
+    """In a replayed trace load-watcher reads Prometheus through RangeProxy: its windows in
+    trace time. As load-watcher asks (a form POST) and as a browser would (GET)."""
+    exporter.set("lwr-node", cpu=10.0, memory=10.0)
+    query = 'count_over_time(node_memory_MemTotal_bytes{instance="lwr-node"}[10s])'
+
+    def count(resp: requests.Response) -> float:
+        resp.raise_for_status()
+        return float(resp.json()["data"]["result"][0]["value"][1])
+
+    direct = wait_for(
+        lambda: (c := count(requests.get(f"{prometheus.url}/api/v1/query",
+                                         params={"query": query}, timeout=5))) >= 8 and c,
+        timeout=30, what="10 s of scrapes",
+    )  # fmt: skip
+    proxy = RangeProxy(prometheus.url, speed=10.0).start()
+    try:
+        url = f"{proxy.url}/api/v1/query"
+        posted = count(requests.post(url, data={"query": query}, timeout=5))
+        got = count(requests.get(url, params={"query": query}, timeout=5))
+    finally:
+        proxy.stop()
+    assert posted <= 2 and got <= 2 and direct >= 8, (posted, got, direct)  # 1 s of 1 s scrapes
+    assert proxy.forwarded == 2

@@ -14,7 +14,6 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 FIXED = {
     ("Trimaran", "watcher fetch"),
     ("Trimaran", "recently bound pods"),
-    ("load-watcher", "window"),
     ("load-watcher", "fetch"),
 }
 
