@@ -18,7 +18,7 @@ COPY sandbox sandbox
 # a start imports none of them, or a few (the Lease's, with leader election).
 RUN /opt/ballast/bin/pip install --no-compile . \
  && find /opt/ballast -name __pycache__ -prune -exec rm -rf {} + \
- && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/components \
+ && rm -rf /opt/ballast/lib/python3.11/site-packages/sandbox/cluster/components \
  && /opt/ballast/bin/python -m compileall -q --invalidation-mode unchecked-hash \
         -x '/kubernetes/client/(api|models)/' /opt/ballast/lib/python3.11/site-packages
 

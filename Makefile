@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check chaos clean
+.PHONY: all deps venv sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean
 
 all: test
 
@@ -42,34 +42,34 @@ trimaran-build: kube-scheduler-build
 metrics-server-build: trimaran-build
 	$(BALLAST) sandbox build --with-metrics-server
 
-# helm (pinned in sandbox/versions.py) for the chart's tests and `make manifests`. `make test`
+# helm (pinned in sandbox/cluster/versions.py) for the chart's tests and `make manifests`. `make test`
 # lists it after the other builds, so it never runs beside them.
 helm-build: sandbox-build
 	$(BALLAST) sandbox build --with-helm
 
-# Koordinator's koord-scheduler and koord-descheduler (pinned in sandbox/versions.py) for the
+# Koordinator's koord-scheduler and koord-descheduler (pinned in sandbox/cluster/versions.py) for the
 # peer's tests and benchmarks; after every other build, never beside them.
 koordinator-build: metrics-server-build helm-build
 	$(BALLAST) sandbox build --with-koordinator
 
-# VictoriaMetrics single node (pinned in sandbox/versions.py), the watcher's other PromQL store
+# VictoriaMetrics single node (pinned in sandbox/cluster/versions.py), the watcher's other PromQL store
 # in its tests; after the other builds, never beside them.
 victoriametrics-build: metrics-server-build helm-build
-	$(PY) -m sandbox.victoriametrics
+	$(PY) -m sandbox.peers.victoriametrics
 
-# Thanos (querier and sidecar, pinned in sandbox/versions.py) for the watcher's partial-answer
+# Thanos (querier and sidecar, pinned in sandbox/cluster/versions.py) for the watcher's partial-answer
 # tests; after the other builds, never beside them.
 thanos-build: victoriametrics-build
-	$(PY) -m sandbox.thanos
+	$(PY) -m sandbox.peers.thanos
 
-# paypal/load-watcher (pinned in sandbox/versions.py) for its interop test and the benchmarks'
-# Trimaran-as-deployed rows; after every other build, never beside them.
+# paypal/load-watcher (pinned in sandbox/cluster/versions.py) for its interop test and the
+# benchmarks' Trimaran-as-deployed rows; after every other build, never beside them.
 loadwatcher-build: koordinator-build thanos-build
-	$(PY) -m sandbox.loadwatcher
+	$(PY) -m sandbox.peers.loadwatcher
 
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
-	$(PY) -m sandbox.chart
+	$(PY) -m sandbox.peers.helm.chart
 
 test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
@@ -101,7 +101,7 @@ else
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
 	# in-process CPU per cycle and the store's memory at 10,000 pods on 5,000 nodes.
 	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json
-	$(PY) -m bench.explain_cost
+	$(PY) -m bench.scheduler.explain_cost
 endif
 
 # The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
@@ -113,7 +113,28 @@ bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
 # sandbox per workload: BENCH_ARGS=--quick runs the 500-node entries (about 15 minutes);
 # results and a plot in bench/results/scheduler-perf-*.{json,png}, docs/scheduler.md.
 bench-scheduler-perf: kube-scheduler-build $(VENV)/.bench-installed
-	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
+	$(PY) -m bench.scheduler.perf $(BENCH_ARGS)
+
+# The scheduler's cache at 5,000 nodes and 50,000 bound pods: time to ready and to the first
+# bind after a restart, CPU and RSS, Ballast beside kube-scheduler (about 3 minutes);
+# bench/results/scheduler-cache-5000-50000.json.
+bench-scheduler-cache: kube-scheduler-build $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.cache $(BENCH_ARGS)
+
+# The scheduler's start-up CPU and how much of it is imports; bench/results/scheduler-startup.json.
+# BENCH_ARGS="--source before=DIR --source after=. --nodes 500 --kube-scheduler" compares trees.
+bench-scheduler-startup: kube-scheduler-build $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.startup $(BENCH_ARGS)
+
+# The scheduling loop in process, no API server: CPU per pod and a digest of the placements
+# (printed; seconds). BENCH_ARGS="--preempt 60" runs PreemptionAsync's preemptors instead.
+bench-scheduler-loop: $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.loop $(BENCH_ARGS)
+
+# One of scheduler_perf's shapes on the filter and score passes alone (printed; seconds);
+# BENCH_ARGS names the shape and its options, topology by default.
+bench-scheduler-inprocess: $(VENV)/.bench-installed
+	$(PY) -m bench.scheduler.inprocess $(or $(BENCH_ARGS),topology)
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
@@ -128,7 +149,7 @@ bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
 # The gpu-shared scenario (docs/gpu.md): training and inference pods on time-sliced GPUs,
 # Ballast with GpuLoad against kube-scheduler and Trimaran. BENCH_ARGS=--quick: one seed.
 bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
-	$(PY) -m bench.placement_gpu $(BENCH_ARGS)
+	$(PY) -m bench.placement.gpu $(BENCH_ARGS)
 
 # What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):
 # bytes per pod in Redis (on a throwaway redis-server) and in the watcher, a pod poll, the
@@ -146,7 +167,23 @@ bench-rebalance: sandbox-build $(VENV)/.bench-installed
 # minutes, so not in `make test`): one node's background rises to 90 %; exits 1 when a criterion
 # fails; bench/results/drift-check.json.
 bench-drift-check: sandbox-build $(VENV)/.bench-installed
-	$(PY) -m bench.drift_check $(BENCH_ARGS)
+	$(PY) -m bench.rebalance.drift_check $(BENCH_ARGS)
+
+# The rule that picks the rebalancer's defaults, applied to the committed results (a table).
+bench-rebalance-defaults: $(VENV)/.bench-installed
+	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json bench/results/rebalance-trace.json
+
+# Every picture in bench/results/ drawn again from the results beside it, each family's own
+# plot; nothing is run (seconds).
+bench-plots: $(VENV)/.bench-installed
+	$(PY) -m bench.placement --plot bench/results/placement.json
+	$(PY) -m bench.placement.gpu --plot bench/results/placement-gpu.json
+	$(PY) -m bench.rebalance --plot bench/results/rebalance.json
+	$(PY) -m bench.rebalance --plot bench/results/rebalance-trace.json
+	$(PY) -m bench.scheduler --plot bench/results/scheduler-backlog-budget.json
+	$(PY) -m bench.scheduler.perf --table bench/results/scheduler-perf-quick-idlegc.json
+	$(PY) -m bench.chaos --plot bench/results/chaos.json
+	$(PY) -m bench.watcher.plot --nodes 20000
 
 # Faults under load: 20 pods/s, ten faults three times each (about 10 minutes); figures in
 # bench/results/chaos.json, explained in docs/chaos.md. A reduced run is part of `make test`.

@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "rebalancer": "scheduler.rebalancer.cli",
     "top": "watcher.top",
     "explain": "ballast.explain",
-    "simulator": "sandbox.simulator_cli",
+    "simulator": "sandbox.load.simulator_cli",
     "demo": "sandbox.demo",
 }
 

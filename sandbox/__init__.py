@@ -1,1 +1,3 @@
-"""The local control plane (etcd, kube-apiserver, kwok) and the synthetic load it runs under."""
+"""The local cluster Ballast is tested, demonstrated and measured on, by role: `cluster` (the
+control plane, its builds and pins), `load` (the synthetic load), `peers` (the upstream peers),
+`demo` (`ballast demo`); `cli` (`ballast sandbox`) composes them."""

@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from sandbox import build, defaults, koordinator
-from sandbox.controlplane import ControlPlane, Ports
-from sandbox.errors import SandboxError
-from sandbox.nodes import numbered
+from sandbox.cluster import build, defaults
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.errors import SandboxError
+from sandbox.cluster.nodes import numbered
+from sandbox.peers import koordinator, metrics_server
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,7 +110,7 @@ def _guarded(command):
 
 
 def _free_if_zero(port: int) -> int:
-    from sandbox.processes import free_port
+    from sandbox.cluster.processes import free_port
 
     return port or free_port()
 
@@ -136,14 +137,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     plane = ControlPlane(
         args.state_dir,
         ports,
-        metrics_server=args.with_metrics_server,
+        addons=[metrics_server.Addon()] if args.with_metrics_server else [],
         controllers=not args.no_controllers,
     )
     if args.with_koordinator:
         koordinator.crds()  # built? before anything starts
     specs = numbered(args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods)
     if args.gpu_nodes > 0:
-        from sandbox.gpusim import gpu_node_specs
+        from sandbox.load.gpusim import gpu_node_specs
 
         try:
             specs += gpu_node_specs(

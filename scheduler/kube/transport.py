@@ -3,7 +3,7 @@
 urllib3 over http.client spends about three quarters of a request's CPU in Python around the
 socket (building the header dict, parsing the answer's headers with the email package, reading
 a chunked body a line at a time): 0.35 ms for a GET and 0.5-0.8 ms for a status PATCH against
-0.09 and 0.15 ms here (`python -m bench.api_write_cost`). The scheduler makes two such calls
+0.09 and 0.15 ms here (bench/api_write_cost.py at 3bf7504). The scheduler makes two such calls
 per pod it schedules (the binding and its event) and about fourteen per preemption, so that
 difference is a third of its CPU per pod. This module sends the request in one write and reads
 the answer with a handful of buffered reads. It covers what the API server speaks (HTTP/1.1,

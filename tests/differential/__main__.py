@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sandbox.controlplane import ControlPlane, Ports
+from sandbox.cluster.controlplane import ControlPlane, Ports
 from tests.differential.ballast_side import BallastView
 from tests.differential.report import summary
 from tests.differential.runner import Environment, run_seed

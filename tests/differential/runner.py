@@ -24,8 +24,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from sandbox.namespaces import delete_namespace, ensure_namespace
-from sandbox.nodes import create_nodes, delete_nodes, wait_ready
+from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
+from sandbox.cluster.nodes import create_nodes, delete_nodes, wait_ready
 from tests.differential import checker, scenario
 from tests.differential.ballast_side import BallastView
 from tests.differential.report import Mismatch, compare

@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox import processes
-from sandbox.controlplane import ControlPlane
-from sandbox.kube_scheduler import start_kube_scheduler
+from sandbox.cluster import processes
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.kube_scheduler import start_kube_scheduler
 from scheduler.serve import httpserve
 from scheduler.serve.httpserve import BackgroundServer
 

@@ -1,6 +1,6 @@
 """The chaos suite, reduced: every fault of `make chaos` once, under a 10 pods/s stream.
 
-The full run (bench/chaos.py, 20 pods/s, each fault three times) writes the figures; this one
+The full run (bench/chaos/run.py, 20 pods/s, each fault three times) writes the figures; this one
 holds the same invariants, read from the apiserver at the end: no pod bound twice, none lost,
 no node over its allocatable, no process restarted but the killed ones, no 5xx from the watcher.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from bench.chaos import FAULTS, render, run_chaos
-from bench.chaos import QUICK as REDUCED  # `python -m bench.chaos --quick` runs the same
+from bench.chaos.run import FAULTS, render, run_chaos
+from bench.chaos.run import QUICK as REDUCED  # `python -m bench.chaos --quick` runs the same
 
 
 def test_every_fault_once_under_load(tmp_path):

@@ -23,9 +23,10 @@ import redis
 import yaml
 from kubernetes import client
 
-from sandbox import build, chart
-from sandbox.namespaces import delete_namespace, ensure_namespace
-from sandbox.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.cluster import build
+from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
+from sandbox.cluster.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.peers.helm import chart
 from scheduler.config.loader import parse_config
 from tests.fixtures.ports import wait_for
 from tests.fixtures.redis import RedisServer

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox import demo_gpu
-from sandbox import demo_workload as workload
-from sandbox.demo_rebalance import HIGH
+from sandbox.demo import gpu as demo_gpu
+from sandbox.demo import workload
+from sandbox.demo.rebalance import HIGH
 
 
 def running_from(state: Path) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from sandbox.controlplane import ControlPlane
+from sandbox.cluster.controlplane import ControlPlane
 from tests.differential.ballast_side import BallastView
 from tests.differential.report import summary
 from tests.differential.runner import Environment, run_seed

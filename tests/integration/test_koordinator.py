@@ -6,7 +6,7 @@ NodeMetric is older than 180 s ("nodeMetric expired"), and binds to the cool nod
 koord-descheduler (LowNodeLoad, DefaultEvictor) evicts from a node held above its high
 threshold only after more than `consecutiveAbnormalities` rounds, never from the cool node, and
 not while a PodDisruptionBudget is at its limit. The load comes from the simulator through
-`sandbox.nodemetric`, the code `ballast sandbox up --with-koordinator` runs.
+`sandbox.load.nodemetric`, the code `ballast sandbox up --with-koordinator` runs.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sandbox import koordinator
-from sandbox.koordinator import descheduler, scheduler
-from sandbox.nodemetric import (
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.nodemetric import (
     GROUP,
     PLURAL,
     VERSION,
@@ -29,9 +28,10 @@ from sandbox.nodemetric import (
     NodeMetricWriter,
     delete_all,
 )
-from sandbox.nodes import NodeSpec
-from sandbox.simulator import NodeCapacity, Simulator, SimulatorConfig
-from sandbox.trimaran import stop_scheduler
+from sandbox.load.simulator import NodeCapacity, Simulator, SimulatorConfig
+from sandbox.peers import koordinator
+from sandbox.peers.koordinator import descheduler, scheduler
+from sandbox.peers.trimaran import stop_scheduler
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import create_pods, pod_body, pods
 

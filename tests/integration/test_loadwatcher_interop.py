@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import requests
 
-from sandbox.loadwatcher.serve import RangeProxy
+from sandbox.peers.loadwatcher.serve import RangeProxy
 from shared import wire
 from tests.fixtures.loadwatcher import LoadWatcher, RulesPrometheus
 from tests.fixtures.ports import wait_for

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sandbox.namespaces import delete_namespace, ensure_namespace
+from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
 from tests.differential.upstream import start_kube_scheduler, stop_judge
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import T, create_pods, placement, pod_body, running

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
 from scheduler.config.profiles import build_profiles
 from scheduler.rebalancer import evictions, settings
 from scheduler.rebalancer.runtime import Options, Rebalancer

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from scheduler.rebalancer import settings
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from sandbox.gpusim import SHARED
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.gpusim import SHARED
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import running
 from tests.integration.test_rebalancer import (

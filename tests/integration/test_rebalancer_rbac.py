@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from sandbox import build, chart
-from sandbox.namespaces import delete_namespace, ensure_namespace
+from sandbox.cluster import build
+from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
+from sandbox.peers.helm import chart
 from scheduler.rebalancer import settings
 
 NAMESPACE = "ballast-rebalancer-rbac"

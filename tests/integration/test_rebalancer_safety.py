@@ -30,7 +30,7 @@ import requests
 import yaml
 from kubernetes import client
 
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
 from scheduler.config.profiles import build_profiles
 from scheduler.kube.events import micro_time
 from scheduler.rebalancer import limits, settings

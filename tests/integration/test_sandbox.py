@@ -12,9 +12,9 @@ import pytest
 import requests
 from kubernetes import client
 
-from sandbox import build, versions
-from sandbox.controlplane import ControlPlane
-from sandbox.processes import alive, recorded
+from sandbox.cluster import build, versions
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.processes import alive, recorded
 from tests.fixtures.ports import wait_for
 
 T = 10

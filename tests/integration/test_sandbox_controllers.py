@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from sandbox.namespaces import delete_namespace
-from sandbox.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.cluster.namespaces import delete_namespace
+from sandbox.cluster.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import events, running
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import requests
 
-from sandbox.gpusim import MEMORY_ANNOTATION, SHARED
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.gpusim import MEMORY_ANNOTATION, SHARED
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     T,

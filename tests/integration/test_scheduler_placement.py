@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     create_pods,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from sandbox.nodes import delete_nodes
+from sandbox.cluster.nodes import delete_nodes
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     T,

@@ -20,7 +20,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from sandbox.nodes import NodeSpec
+from sandbox.cluster.nodes import NodeSpec
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     T,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from sandbox.simulator import Simulator, SimulatorConfig
+from sandbox.load.simulator import Simulator, SimulatorConfig
 from tests.fixtures.ports import wait_for
 
 GI = 1024**3

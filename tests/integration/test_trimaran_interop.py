@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import requests
 
-from sandbox.nodes import NodeSpec
-from sandbox.trimaran import missing_metrics_lines, start_trimaran, stop_scheduler
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.peers.trimaran import missing_metrics_lines, start_trimaran, stop_scheduler
 from scheduler.plugins.target_load_packing import tlp_score
 from shared import wire
 from tests.fixtures.loadwatcher import LoadWatcher, RulesPrometheus

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from sandbox.exporter import SyntheticExporter
+from sandbox.load.exporter import SyntheticExporter
 from tests.fixtures.ports import wait_for
 from tests.fixtures.prometheus import PrometheusServer
 

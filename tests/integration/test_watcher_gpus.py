@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from sandbox.dcgm import gpu_uuid
+from sandbox.load.dcgm import gpu_uuid
 from tests.fixtures.ports import wait_for
 from tests.integration.test_dashboard import chromium
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from sandbox.dcgm import DcgmSeries
+from sandbox.load.dcgm import DcgmSeries
 from scheduler.backend.gpus_client import parse_gpus
 from scheduler.framework import CycleState
 from scheduler.framework.snapshot import snapshot_of

@@ -17,10 +17,11 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sandbox import build, metrics_server
-from sandbox.controlplane import ControlPlane
-from sandbox.namespaces import ensure_namespace
-from sandbox.nodes import RESOURCE_METRICS_PATH, NodeSpec, create_nodes, wait_ready
+from sandbox.cluster import build
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import RESOURCE_METRICS_PATH, NodeSpec, create_nodes, wait_ready
+from sandbox.peers import metrics_server
 from shared.quantities import bytes_value
 from tests.fixtures.ports import wait_for
 from watcher.config import Config

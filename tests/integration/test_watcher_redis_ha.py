@@ -9,7 +9,7 @@ import uuid
 import pytest
 import requests
 
-from sandbox.certs import ensure_pki
+from sandbox.cluster.certs import ensure_pki
 from tests.fixtures.ports import wait_for
 from tests.fixtures.redis import RedisServer
 from watcher.errors import StoreError

@@ -3,7 +3,7 @@ of the sampling thread (and of every figure after it)."""
 
 from __future__ import annotations
 
-from bench.chaos import Monitor
+from bench.chaos.run import Monitor
 
 
 class SlowWatcher:

@@ -1,4 +1,4 @@
-"""bench.common's pure parts: the raw binder's one rule for repeated watch events, the /proc
+"""bench.harness.common's pure parts: the raw binder's one rule for repeated watch events, the /proc
 readers and the spread of a figure over rounds."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import common
+from bench.harness import common
 
 
 class Submitted:
@@ -65,7 +65,7 @@ def test_sized_fills_only_what_the_command_line_left_unset() -> None:
 
 
 def test_a_quick_scheduler_run_never_writes_the_result_the_docs_quote() -> None:
-    from bench.scheduler import default_name
+    from bench.scheduler.run import default_name
 
     assert default_name("plain", 1000) == "scheduler.json"
     assert default_name("plain", 1000, quick=True) == "scheduler-quick.json"
@@ -74,7 +74,7 @@ def test_a_quick_scheduler_run_never_writes_the_result_the_docs_quote() -> None:
 
 
 def test_a_quick_watcher_run_never_writes_the_result_the_docs_quote() -> None:
-    from bench.watcher import result_name
+    from bench.watcher.run import result_name
 
     assert result_name("watcher", 5000, quick=False) == "watcher"
     assert result_name("watcher", 10000, quick=False) == "watcher-10000"

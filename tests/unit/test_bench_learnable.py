@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import placement as pl
+from bench.placement import run as pl
 from shared.workloads import workload_of
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench import placement as pl
-from sandbox.simulator import SimulatorConfig, pod_factor
+from bench.placement import run as pl
+from sandbox.load.simulator import SimulatorConfig, pod_factor
 
 
 def test_the_plan_is_the_same_for_the_same_seed_and_differs_across_seeds():

@@ -1,9 +1,9 @@
-"""bench.placement_gpu's pure parts: the plan, the pod body, the measures and the goals."""
+"""bench.placement.gpu's pure parts: the plan, the pod body, the measures and the goals."""
 
 from __future__ import annotations
 
-from bench import placement_gpu as pg
-from sandbox import gpusim
+from bench.placement import gpu as pg
+from sandbox.load import gpusim
 
 
 def test_plan_is_seeded_and_mixes_training_with_inference():

@@ -1,7 +1,7 @@
-"""bench.preemption_plot's reading of result files: rounds with both contenders' preemption
-figures, Ballast's CPU split by thread adding up to its total."""
+"""bench.scheduler.preemption_plot's reading of result files: rounds with both contenders'
+preemption figures, Ballast's CPU split by thread adding up to its total."""
 
-from bench import preemption_plot
+from bench.scheduler import preemption_plot
 
 
 def _doc() -> dict:

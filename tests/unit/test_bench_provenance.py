@@ -1,4 +1,4 @@
-"""bench.provenance: a result document says its commit, tree state, date, machine, command
+"""bench.harness.provenance: a result document says its commit, tree state, date, machine, command
 and peers, and is written before anything is drawn from it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from bench import provenance
-from sandbox import versions
+from bench.harness import provenance
+from sandbox.cluster import versions
 
 
 def test_stamp_carries_every_field() -> None:
@@ -44,73 +44,12 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
 # A citation is a path: bench/results/NAME, where NAME may hold {a,b} choices or a * pattern
 # (one file at least must match), and "bench/results/NAME.json and .png" cites the picture too.
-CITATION = re.compile(r"bench/results/((?:[\w.*-]|\{[\w.,-]+\})+)(\s+and\s+\.png)?")
+CITATION = re.compile(r"(?<![\w:])bench/results/((?:[\w.*-]|\{[\w.,-]+\})+)(\s+and\s+\.png)?")
+HISTORY = re.compile(r"\b([0-9a-f]{7,40}):bench/results/((?:[\w.-]|\{[\w.,-]+\})+)")
 
-# Results recorded before bench.provenance existed (2026-11-27): they say their date and often
-# their commit in their own fields or in the doc that cites them, not in a stamp. The list may
-# only shrink: a new or re-run result carries its stamp (bench.provenance.write_result), and a
-# file removed leaves the list. docs/benchmarks.md says so.
-UNSTAMPED = frozenset(
-    {
-        "chaos.json",
-        "explain-cost.json",
-        "placement-learnable-decay.json",
-        "placement-learnable.json",
-        "placement-learned-learnable.json",
-        "placement-learned-misleading.json",
-        "placement-misleading-35.json",
-        "placement-order-saturated.json",
-        "placement-saturated.json",
-        "placement-source-metrics-server.json",
-        "placement-source-prometheus.json",
-        "placement-steady-decay.json",
-        "placement-trace-quick.json",
-        "placement.json",
-        "profiles.json",
-        "rebalance-trace.json",
-        "rebalance.json",
-        "scheduler-5000-profile-after.json",
-        "scheduler-5000-profile-before.json",
-        "scheduler-backlog-budget.json",
-        "scheduler-backlog-byrequests.json",
-        "scheduler-backlog-transport.json",
-        "scheduler-cache-5000-50000-before.json",
-        "scheduler-cache-5000-50000.json",
-        "scheduler-perf-quick-after-fit-unresolvable.json",
-        "scheduler-perf-quick-byrequests-all.json",
-        "scheduler-perf-quick-cuts.json",
-        "scheduler-perf-quick-idlegc.json",
-        "scheduler-perf-quick-lookups.json",
-        "scheduler-perf-quick-misses.json",
-        "scheduler-perf-quick-preemption-100.json",
-        "scheduler-perf-quick-preemption-byrequests-profiled.json",
-        "scheduler-perf-quick-preemption-byrequests.json",
-        "scheduler-perf-quick-preemption-cuts-40.json",
-        "scheduler-perf-quick-preemption-cuts-all.json",
-        "scheduler-perf-quick-preemption-cuts.json",
-        "scheduler-perf-quick-preemption-dryrun-before-preemptors.json",
-        "scheduler-perf-quick-preemption-dryrun-before.json",
-        "scheduler-perf-quick-preemption-dryrun-preemptors.json",
-        "scheduler-perf-quick-preemption-dryrun.json",
-        "scheduler-perf-quick-preemption-idlegc.json",
-        "scheduler-perf-quick-preemption-merged-40.json",
-        "scheduler-perf-quick-preemption-rulesout.json",
-        "scheduler-perf-quick-preemption-settled.json",
-        "scheduler-perf-quick-startup-cuts.json",
-        "scheduler-perf-quick-transport.json",
-        "scheduler-perf-quick.json",
-        "scheduler-plain-5000.json",
-        "scheduler-recording-1000.json",
-        "scheduler-spread-1000.json",
-        "scheduler-spread-5000.json",
-        "scheduler-startup.json",
-        "scheduler.json",
-        "watcher-10000.json",
-        "watcher-500.json",
-        "watcher.json",
-    }
-)
-UNSTAMPED_AT_MOST = 56
+# The folder holds only what README.md and docs/ cite; a result kept only in git history is
+# cited as COMMIT:bench/results/NAME (what `git show` takes), which this pattern leaves out.
+AT_MOST = 40
 
 
 def expand(name: str) -> list[str]:
@@ -169,22 +108,49 @@ def test_every_result_file_the_docs_cite_exists() -> None:
 def test_every_result_says_where_it_came_from() -> None:
     lacking = {}
     for path in tracked_results():
-        if path.suffix != ".json" or path.name in UNSTAMPED:
+        if path.suffix != ".json":
             continue
         doc = json.loads(path.read_text())
         gaps = provenance.missing_fields(doc) if isinstance(doc, dict) else list(provenance.FIELDS)
         if gaps:
             lacking[path.name] = gaps
     assert not lacking, (
-        f"result files without provenance (write them with bench.provenance.write_result): "
-        f"{lacking}"
+        f"result files without provenance (write them with provenance.write_result): {lacking}"
     )
 
 
-def test_the_unstamped_list_only_shrinks() -> None:
-    assert len(UNSTAMPED) <= UNSTAMPED_AT_MOST, "new results carry a stamp; do not add here"
-    gone = sorted(n for n in UNSTAMPED if not (RESULTS / n).is_file())
-    assert not gone, f"removed from bench/results, so remove from UNSTAMPED too: {gone}"
+def test_a_recovered_stamp_needs_its_commit_and_its_note() -> None:
+    recovered = {"recovered_from_git": True, "commit": "a" * 40, "note": "added by this commit"}
+    assert provenance.missing_fields({"provenance": recovered}) == []
+    assert provenance.missing_fields({"provenance": {**recovered, "note": ""}}) == ["note"]
+
+
+def _docs_text() -> str:
+    return "\n".join(d.read_text() for d in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+
+def test_the_results_folder_holds_only_what_the_docs_cite() -> None:
+    names = cited(_docs_text())
+    tracked = tracked_results()
+    uncited = [
+        p.name for p in tracked if not any(p.match(n) for n in names) and p.name not in names
+    ]
+    assert not uncited, f"in bench/results but cited by no doc: {uncited}"
+    assert len(tracked) <= AT_MOST, f"{len(tracked)} result files, at most {AT_MOST}"
+
+
+def test_results_cited_from_history_are_in_that_commit() -> None:
+    wanted = sorted(
+        {f"{sha}:bench/results/{name}" for sha, raw in HISTORY.findall(_docs_text())
+         for name in expand(raw.rstrip("."))}
+    )  # fmt: skip
+    assert len(wanted) > 10
+    found = subprocess.run(
+        ["git", "cat-file", "--batch-check"],
+        cwd=ROOT, input="\n".join(wanted) + "\n", capture_output=True, text=True, timeout=30,
+    ).stdout.splitlines()  # fmt: skip
+    missing = [w for w, line in zip(wanted, found, strict=True) if line.endswith("missing")]
+    assert not missing, f"cited from history but not in that commit: {missing}"
 
 
 def test_command_keeps_the_module_form(monkeypatch) -> None:

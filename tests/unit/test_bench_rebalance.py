@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench import rebalance
-from sandbox import descheduler
+from bench.rebalance import run as rebalance
+from sandbox.peers import descheduler
 
 
 def test_plan_is_seeded_and_changes_only_what_the_scenario_says():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import rebalance_defaults as rd
+from bench.rebalance import defaults as rd
 
 
 def _run(scenario: str, **per: tuple[int, int, int]) -> dict:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bench import runguard
-from bench.runguard import BenchmarkBusy, LoadSampler, RunLock
+from bench.harness import runguard
+from bench.harness.runguard import BenchmarkBusy, LoadSampler, RunLock
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from bench.runguard import RunLock
+from bench.harness.runguard import RunLock
 lock = RunLock(Path(sys.argv[1]))
 lock.acquire("python -m bench.first")
 print("held", flush=True)

@@ -1,8 +1,8 @@
-"""bench.scheduler_perf's pure parts."""
+"""bench.scheduler.perf's pure parts."""
 
 from __future__ import annotations
 
-from bench import scheduler_perf
+from bench.scheduler import perf as scheduler_perf
 
 
 def test_each_contender_run_names_its_pods_apart() -> None:

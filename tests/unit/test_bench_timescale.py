@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import timescale as ts
+from bench.harness import timescale as ts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # What the peers' binaries fix in real time; a new one must be named here, and in the table.

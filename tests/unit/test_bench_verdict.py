@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.verdict import (
+from bench.harness.verdict import (
     AHEAD,
     BEHIND,
     TIE,

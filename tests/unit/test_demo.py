@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 
-from sandbox import demo_workload as workload
-from sandbox.demo import render_scale_up, render_table
-from sandbox.demo_rebalance import (
+from sandbox.demo import render_scale_up, render_table, workload
+from sandbox.demo.rebalance import (
     Eviction,
     Rebalancing,
     match_replacements,

@@ -3,8 +3,8 @@ decision records (the run itself is `make demo`, tests/integration/test_demo.py)
 
 from __future__ import annotations
 
-from sandbox import demo_gpu
-from sandbox.gpusim import SHARED, pod_gpu
+from sandbox.demo import gpu as demo_gpu
+from sandbox.load.gpusim import SHARED, pod_gpu
 
 
 def test_pods_ask_one_replica_and_declare_their_use():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sandbox import chart
+from sandbox.peers.helm import chart
 from scheduler.config import registry
 from scheduler.config.loader import load_config, parse_config
 from watcher.config import Config

@@ -140,6 +140,9 @@ def python_problem(invocation: str) -> str | None:
     if source.name == "__init__.py" and (source.parent / "__main__.py").exists():
         source = source.parent / "__main__.py"
     text = source.read_text()
+    if source.name == "__main__.py":  # a package's command may hand over to a module beside it
+        for name in re.findall(rf"^from ({re.escape(module)}\.\w+) import", text, re.M):
+            text += Path(importlib.util.find_spec(name).origin).read_text()
     missing = [f for f in flags(rest) if f'"{f}"' not in text]
     return f"`python -m {module}` has no {missing}" if missing else None
 

@@ -1,10 +1,11 @@
-"""The drift check's criteria (bench/drift_check.py; the run itself is `make bench-drift-check`)."""
+"""The drift check's criteria (bench/rebalance/drift_check.py; the run itself is
+`make bench-drift-check`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.drift_check import criteria, hot_since, means, minimum_needed, relieved_at
+from bench.rebalance.drift_check import criteria, hot_since, means, minimum_needed, relieved_at
 
 
 def series(*values: float, start: float = 0.0) -> list[tuple[float, float]]:

@@ -1,11 +1,12 @@
-"""GPU nodes and the simulated dcgm-exporter that follows GPU pods (sandbox/gpusim.py, dcgm.py)."""
+"""GPU nodes and the simulated dcgm-exporter that follows GPU pods (sandbox/load/gpusim.py,
+dcgm.py)."""
 
 from __future__ import annotations
 
-from sandbox import gpusim
-from sandbox.exporter import SyntheticExporter
-from sandbox.nodes import node_body
-from sandbox.simulator import PodUse, SimulatorConfig, node_capacity
+from sandbox.cluster.nodes import node_body
+from sandbox.load import gpusim
+from sandbox.load.exporter import SyntheticExporter
+from sandbox.load.simulator import PodUse, SimulatorConfig, node_capacity
 
 CONFIG = SimulatorConfig(ramp_seconds=10.0)
 

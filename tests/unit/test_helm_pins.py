@@ -1,8 +1,8 @@
-"""sandbox/helm/go.mod builds helm at the release pinned in sandbox/versions.py."""
+"""sandbox/peers/helm/go.mod builds helm at the release pinned in sandbox/cluster/versions.py."""
 
 from __future__ import annotations
 
-from sandbox import build, versions
+from sandbox.cluster import build, versions
 
 
 def _go_mod() -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from sandbox import koordinator, versions
-from sandbox.koordinator import descheduler, scheduler
+from sandbox.cluster import versions
+from sandbox.peers import koordinator
+from sandbox.peers.koordinator import descheduler, scheduler
 
 
 def _go_mod() -> str:

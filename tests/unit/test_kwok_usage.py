@@ -1,4 +1,4 @@
-"""The usage kwok's kubelets report (sandbox.metrics_server) is the simulator's load."""
+"""The usage kwok's kubelets report (sandbox.peers.metrics_server) is the simulator's load."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from sandbox import metrics_server
-from sandbox.simulator import (
+from sandbox.load.simulator import (
     NodeCapacity,
     PodUse,
     SimulatorConfig,
@@ -15,6 +14,7 @@ from sandbox.simulator import (
     node_loads,
     pod_annotations,
 )
+from sandbox.peers import metrics_server
 from watcher.providers.metrics_server import pod_usage
 
 

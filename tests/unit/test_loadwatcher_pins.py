@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sandbox import loadwatcher, versions
+from sandbox.cluster import versions
+from sandbox.peers import loadwatcher
 
 
 def _go_mod() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.loadwatcher.serve import _scaled, scale_ranges
+from sandbox.peers.loadwatcher.serve import _scaled, scale_ranges
 
 
 def test_its_windows_become_trace_time():

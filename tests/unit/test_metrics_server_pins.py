@@ -1,8 +1,9 @@
-"""sandbox/metrics_server/go.mod builds metrics-server at the release pinned in versions.py."""
+"""sandbox/peers/metrics_server/go.mod builds metrics-server at the release pinned in
+versions.py."""
 
 from __future__ import annotations
 
-from sandbox import build, versions
+from sandbox.cluster import build, versions
 
 
 def _go_mod() -> str:

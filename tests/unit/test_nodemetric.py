@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.nodemetric import Books, NodeMetricConfig, percentile, spec, tick
-from sandbox.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
+from sandbox.load.nodemetric import Books, NodeMetricConfig, percentile, spec, tick
+from sandbox.load.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
 
 GI = 1024**3
 FLAT = SimulatorConfig(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from sandbox import processes
+from sandbox.cluster import processes
 
 
 def test_a_script_run_by_its_interpreter_is_alive_and_stopped(tmp_path):

@@ -1,8 +1,8 @@
-"""The pins in sandbox/versions.py and sandbox/components/go.mod must agree."""
+"""The pins in sandbox/cluster/versions.py and sandbox/cluster/components/go.mod must agree."""
 
 from __future__ import annotations
 
-from sandbox import defaults, versions
+from sandbox.cluster import defaults, versions
 
 
 def test_go_mod_matches_the_pins():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.simulator import (
+from sandbox.load.simulator import (
     NodeCapacity,
     PodUse,
     SimulatorConfig,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
-from sandbox.trace import STEP_SECONDS, TraceError, load
-from sandbox.trace_player import (
+from sandbox.load.simulator import NodeCapacity, PodUse, SimulatorConfig, node_loads
+from sandbox.load.trace import STEP_SECONDS, TraceError, load
+from sandbox.load.trace_player import (
     PlayerConfig,
     TracePlayer,
     day_start,
@@ -195,7 +195,7 @@ def test_select_fills_the_budget_with_seeded_replicas(trace):
 
 
 def test_false_evictions_judged_by_the_node_with_the_pod_added_back(trace):
-    from bench import rebalance_trace as rt
+    from bench.rebalance import trace as rt
 
     p = player(trace)  # vm2 replays 20 m, then 400 m and 800 m (steps 1..3, 2 s each)
     p.start(0.0)
@@ -218,8 +218,8 @@ def test_false_evictions_judged_by_the_node_with_the_pod_added_back(trace):
 
 
 def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
-    from bench import rebalance_trace as rt
-    from sandbox.trace import Trace
+    from bench.rebalance import trace as rt
+    from sandbox.load.trace import Trace
 
     week = Trace(trace.start, 7 * 288, trace.vms, "x")
     assert [day_start(week, s) for s in (1, 2, 6, 7)] == [288, 576, 1728, 288]
@@ -232,8 +232,8 @@ def test_trace_windows_skip_the_first_day_and_bodies_name_the_vm(trace):
 
 
 def test_placement_trace_replicas_arrive_in_consecutive_waves(trace):
-    from bench import placement_trace as pt
-    from sandbox.trace import Trace
+    from bench.placement import trace as pt
+    from sandbox.load.trace import Trace
 
     week = Trace(trace.start, 7 * 288, trace.vms, "x")
     nodes, pods, waves, chosen = pt.plan(week, seed=1)

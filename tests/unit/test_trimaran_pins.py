@@ -1,10 +1,11 @@
-"""The Trimaran pin in sandbox/versions.py and sandbox/trimaran/go.mod must agree."""
+"""The Trimaran pin in sandbox/cluster/versions.py and sandbox/peers/trimaran/go.mod must agree."""
 
 from __future__ import annotations
 
 import pytest
 
-from sandbox import build, trimaran, versions
+from sandbox.cluster import build, versions
+from sandbox.peers import trimaran
 
 
 def _go_mod() -> str:

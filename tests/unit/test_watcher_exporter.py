@@ -8,7 +8,7 @@ import time
 import pytest
 import requests
 
-from sandbox.exporter import SyntheticExporter
+from sandbox.load.exporter import SyntheticExporter
 
 
 def samples(text: bytes) -> dict[str, float]:

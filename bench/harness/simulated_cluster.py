@@ -1,0 +1,138 @@
+"""The stack the placement and rebalancing benchmarks run on: a sandbox of kwok nodes whose load
+a simulator plays, the synthetic exporter and Prometheus reading it (or metrics-server), Redis
+and Ballast's watcher, and for Koordinator's pools the NodeMetric writer standing in for its node
+agent. `bench.placement.Services` and `bench.rebalance.Services` start their schedulers and
+rebalancers on it; one run's stack is started, stopped and cleaned up here, in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+
+from bench.harness.common import wait_watcher
+from sandbox.cluster import processes
+from sandbox.cluster.controlplane import ControlPlane, Ports
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.demo.stack import Stack
+from sandbox.load import nodemetric
+from sandbox.load.exporter import SyntheticExporter
+from sandbox.load.simulator import Simulator, SimulatorConfig
+from sandbox.peers import koordinator
+from sandbox.peers import metrics_server as metrics_server_peer
+
+
+class SimulatedCluster:
+    """One run's stack in a new work folder named from `prefix`; `stop` ends whatever of it
+    started, `close` also removes the folder after a run that went well and keeps it (with the
+    logs) otherwise."""
+
+    def __init__(
+        self,
+        prefix: str,
+        specs: list[NodeSpec],
+        config: SimulatorConfig,
+        watcher_env: dict[str, str],
+        *,
+        metrics_server: bool = False,
+        controllers: bool = False,
+        node_metrics: nodemetric.NodeMetricConfig | None = None,
+        node_metrics_for: Collection[str] = (),
+    ) -> None:
+        """`metrics_server`: the watcher reads metrics-server (kwok's usage) instead of
+        Prometheus; `controllers`: the sandbox runs kube-controller-manager; `node_metrics_for`:
+        the nodes (Koordinator's pools) whose NodeMetric `node_metrics` configures."""
+        self.work = work = Path(tempfile.mkdtemp(prefix=prefix))
+        self.specs, self.config = specs, config
+        self.watcher_env = watcher_env
+        self.from_metrics_server = metrics_server
+        self.node_metrics_config = node_metrics
+        self.node_metrics_for = set(node_metrics_for)
+        self.plane = ControlPlane(
+            work / "sandbox",
+            Ports.free(),
+            die_with_parent=True,
+            controllers=controllers,
+            addons=[metrics_server_peer.Addon()] if metrics_server else [],
+        )
+        self.stack = Stack(work / "services")
+        self.exporter: SyntheticExporter | None = None
+        self.simulator: Simulator | None = None
+        self.node_metrics: nodemetric.NodeMetricWriter | None = None
+        self.api: client.ApiClient | None = None
+        self.prom_url = ""  # empty when the watcher reads metrics-server
+        self.watcher_url = ""
+
+    def start_cluster(self) -> client.ApiClient:
+        """The sandbox with its nodes, the simulator synced, and the watcher reporting a CPU
+        figure for every node; returns the API client."""
+        self.plane.start(self.specs)
+        self.api = api = self.plane.api_client()
+        if not self.from_metrics_server:
+            self.exporter = SyntheticExporter().start()
+        if self.node_metrics_for:  # Koordinator's CRDs and its node agent's stand-in
+            koordinator.apply_crds(api)
+            self.node_metrics = nodemetric.NodeMetricWriter(
+                api, self.node_metrics_config, include=self.node_metrics_for.__contains__
+            ).start()
+        on_tick = self.node_metrics.observe if self.node_metrics is not None else None
+        self.simulator = Simulator(
+            api, self.exporter, self.config, kwok_usage=self.from_metrics_server, on_tick=on_tick
+        ).start()
+        if not self.simulator.wait_synced(60):
+            raise TimeoutError("the simulator could not list nodes and pods")
+        redis_url = self.stack.start_redis()
+        env = dict(os.environ, **self.watcher_env, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
+        if self.exporter is None:
+            env["BALLAST_PROVIDER"] = "metrics-server"
+        else:
+            self.prom_url = self.stack.start_prometheus(self.exporter.target)
+        self.watcher_url = self.stack.start_watcher(self.prom_url, redis_url, env)
+        wait_watcher(self.watcher_url, [s.name for s in self.specs])
+        return api
+
+    def stop(self) -> None:
+        """Everything started, the schedulers and rebalancers (stopped by the subclass first,
+        while the apiserver still answers their last calls) aside."""
+        self.stack.stop()
+        if self.simulator is not None:
+            self.simulator.stop(timeout=2.0)
+        if self.node_metrics is not None:
+            self.node_metrics.stop(timeout=2.0)
+        if self.exporter is not None:
+            self.exporter.stop()
+        if self.api is not None:
+            self.api.close()
+        self.plane.stop()
+
+    def close(self, ok: bool, say: Callable[[str], Any] = print) -> None:
+        """`stop`, then the work folder removed when the run went well (`ok`), else kept and
+        named, its logs being what tells why."""
+        self.stop()
+        if ok:
+            shutil.rmtree(self.work, ignore_errors=True)
+        else:
+            say(f"  logs kept in {self.work}")
+
+
+def ballast_argv(
+    plane: ControlPlane, work: Path, name: str, command: str, config: dict[str, Any], listen: str
+) -> tuple[list[str], int]:
+    """`ballast <command>` (scheduler, rebalancer) on the sandbox, its config written to
+    work/<name>.yaml, `listen` (its listen option) on a free loopback port: (argv, port). The
+    interpreter as argv[0]: the sandbox's stop checks a recorded pid still runs argv[0], and a
+    console script's process runs the interpreter."""
+    cfg = work / f"{name}.yaml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    port = processes.free_port()
+    argv = [sys.executable, "-m", "ballast.cli", command, "--config", str(cfg)]
+    argv += ["--kubeconfig", str(plane.kubeconfig), listen, f"127.0.0.1:{port}"]
+    return argv, port

@@ -1,0 +1,199 @@
+"""The placement benchmark's `trace` scenario: a production trace's workloads arrive while the
+trace plays, and every contender places them under the replayed load.
+
+Each seed replays its own day of the trace (sandbox.load.trace_player.day_start: seed 1 the second
+day, ...). A pool is NODES 4-CPU nodes (background 5-30 %); the VMs, a seeded choice as many as
+fill FILL of the pool's CPU with requests, become Deployments of 1-3 replicas (the player's
+mapping and scale: 200 m of use a VM core used, 50 m of request a VM core given, memory 1/16).
+Replicas are bare pods owned by a stand-in ReplicaSet, as in the `learnable` scenario, so
+Ballast's watcher learns a profile per Deployment from the replicas that run.
+
+Arrival: WAVES waves GAP s apart from the replay's start; replica k of a workload comes in wave
+first + k, the workloads' first waves spread over the waves, so a later replica meets a
+profile learned from its siblings (a one-replica workload meets none). The replay plays from the
+first wave until AFTER s past the last (one 5-minute step every 2 s). Profiles do not learn
+from the days before the window: the watcher would have to be fed history it never scraped.
+
+Measured from the simulator's true demand (unclamped), every second from the first wave to the
+end: node-seconds over 100 % and over 90 %, the hottest node over time, and `measure`'s final
+state at the end.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from bench.harness.common import BindTracker, PodMaker
+from bench.placement import run as pl
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.trace import Trace
+from sandbox.load.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
+
+NODES = 10
+NODE_CPU = 4
+FILL = 0.9
+BACKGROUND = (5.0, 30.0)
+WAVES = 4
+GAP = 30.0
+AFTER = 120.0
+PLAYER = PlayerConfig()
+
+
+def plan(
+    trace: Trace, seed: int
+) -> tuple[list[pl.NodePlan], list[pl.PodPlan], list[int], list[tuple[str, int]]]:
+    """Nodes, pods (PodPlan.deployment = the index of the VM in `chosen`), each pod's wave, and
+    the chosen (VM, replicas)."""
+    chosen = select(trace, FILL * NODES * NODE_CPU * 1000, PLAYER, seed)
+    rng = random.Random(f"placement:trace:{seed}")
+    nodes = [
+        pl.NodePlan(NODE_CPU, rng.uniform(*BACKGROUND), rng.uniform(10.0, 30.0))
+        for _ in range(NODES)
+    ]
+    pods, waves = [], []
+    for v, (vm, n) in enumerate(chosen):
+        cpu_m = round(trace.vms[vm].request_cores * PLAYER.cpu_m_per_core / PLAYER.overcommit)
+        first = v % (WAVES - n + 1)
+        for k in range(n):
+            pods.append(pl.PodPlan(cpu_m, 1.0, v))
+            waves.append(first + k)
+    return nodes, pods, waves, chosen
+
+
+def over_time(
+    contender: str,
+    nodes: list[pl.NodePlan],
+    pods: list[pl.PodPlan],
+    placed: dict[str, tuple[str, float]],
+    config: Any,
+    start: float,
+    end: float,
+) -> list[list[float]]:
+    """The pool's true CPU % per node, each second from `start` to `end` (wall times)."""
+    return [
+        pl.true_cpu(contender, nodes, pods, placed, config, start + s)
+        for s in range(int(end - start) + 1)
+    ]
+
+
+def measure_over_time(series: list[list[float]]) -> dict[str, Any]:
+    hottest = sorted(max(cpus) for cpus in series)
+    return {
+        "node_seconds_over_100": sum(c > 100.0 for cpus in series for c in cpus),
+        "node_seconds_over_90": sum(c > 90.0 for cpus in series for c in cpus),
+        "hottest_p99": round(hottest[min(len(hottest) - 1, int(0.99 * len(hottest)))], 1),
+        "max_cpu_over_time": [round(max(cpus), 1) for cpus in series],
+    }
+
+
+def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
+    node_plans, pod_plans, waves, chosen = plan(trace, seed)
+    first_step = day_start(trace, seed)
+    workload_of = {
+        f"{pl.NAMESPACE}/{pl.pod_name(c, j)}": workload_name(chosen[p.deployment][0])
+        for c in contenders
+        for j, p in enumerate(pod_plans)
+    }
+    player = TracePlayer(
+        trace,
+        {workload_name(vm): vm for vm, _ in chosen},
+        PLAYER,
+        first_step,
+        workload_of=workload_of.get,
+    )
+    config = replace(pl.simulator_config(seed, node_plans, pod_plans), trace=player)
+    memory = {v: player.requests(vm)[1] for v, (vm, _) in enumerate(chosen)}
+    specs = [
+        NodeSpec(pl.node_name(c, i), cpu=str(n.cpu), memory=f"{4 * n.cpu}Gi",
+                 labels={pl.POOL_LABEL: c})
+        for c in contenders
+        for i, n in enumerate(node_plans)
+    ]  # fmt: skip
+    services = pl.Services(f"ballast-placement-trace-{seed}-", specs, config, contenders)
+    ok = False
+    try:
+        started = time.monotonic()
+        api = services.start()
+        say(f"  stack and {len(contenders)} schedulers up in {time.monotonic() - started:.0f} s;"
+            f" {len(chosen)} workloads, {len(pod_plans)} pods a pool")  # fmt: skip
+        tracker = BindTracker(api, pl.NAMESPACE)
+        tracker.start()
+        wall_offset = time.time() - time.monotonic()
+        maker = PodMaker(services.plane)
+        first = time.monotonic()
+        player.start(first + wall_offset)
+        for w in range(WAVES):
+            pl._sleep_until(first + w * GAP)
+            bodies = [
+                _body(c, j, p, memory[p.deployment])
+                for j, p in enumerate(pod_plans)
+                if waves[j] == w
+                for c in contenders
+            ]
+            with ThreadPoolExecutor(pl.CREATE_THREADS) as pool:
+                list(pool.map(lambda b: maker.create(pl.NAMESPACE, b), bodies))
+        pl._sleep_until(first + (WAVES - 1) * GAP + AFTER)
+        final_at = time.time()
+        tracker.stop()
+        placed_all = pl._placements(services.plane, tracker, wall_offset)
+        say(f"  replay over after {time.monotonic() - first:.0f} s")
+        results: dict[str, Any] = {}
+        for c in contenders:
+            placed = {n: v for n, v in placed_all.items() if n.startswith(f"{c}-p")}
+            cpu = pl.true_cpu(c, node_plans, pod_plans, placed, config, final_at)
+            result = pl.measure(cpu, placed, len(pod_plans))
+            result["final_cpu"] = [round(x, 1) for x in cpu]
+            series = over_time(c, node_plans, pod_plans, placed, config, first + wall_offset,
+                               final_at)  # fmt: skip
+            result.update(measure_over_time(series))
+            result["bind_seconds"] = None  # arrivals spread over the replay: not comparable
+            results[c] = result
+        ok = True
+        return {
+            "scenario": "trace",
+            "seed": seed,
+            "trace": {"source": trace.source, "first_step": first_step, "workloads": len(chosen),
+                      "pods_per_pool": len(pod_plans)},
+            "contenders": results,
+        }  # fmt: skip
+    finally:
+        services.close(ok, say)
+
+
+def _body(contender: str, j: int, p: pl.PodPlan, memory: int) -> dict[str, Any]:
+    body = pl.pod_body(contender, j, p)
+    body["spec"]["containers"][0]["resources"]["requests"]["memory"] = str(memory)
+    return body
+
+
+# The trace table's columns (key, heading), drawn by bench.harness.common.scenario_table.
+COLUMNS = (
+    ("node_seconds_over_100", "node-s > 100 %"),
+    ("node_seconds_over_90", "node-s > 90 %"),
+    ("hottest_p99", "hottest node p99 %"),
+    ("max_cpu", "max at end %"),
+    ("std_cpu", "std at end"),
+    ("pending", "pending"),
+)
+
+
+def setup(trace: Trace) -> dict[str, Any]:
+    return {
+        "source": trace.source,
+        "nodes_per_pool": NODES,
+        "node_cpu": NODE_CPU,
+        "fill": FILL,
+        "background_cpu": BACKGROUND,
+        "waves": WAVES,
+        "gap_seconds": GAP,
+        "after_seconds": AFTER,
+        "cpu_m_per_core": PLAYER.cpu_m_per_core,
+        "overcommit": PLAYER.overcommit,
+        "memory_scale": PLAYER.memory_scale,
+        "step_seconds": PLAYER.step_seconds,
+        "noise": PLAYER.noise,
+    }

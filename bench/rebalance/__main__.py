@@ -1,0 +1,134 @@
+"""`python -m bench.rebalance`: runs the rebalance benchmark, its trace scenario too.
+
+The command sits above run.py and trace.py (which builds on run.py), so neither of the two
+imports the other back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench.harness.common import redraw, redraw_option, scenario_table, sized
+from bench.harness.provenance import write_result
+from bench.rebalance import run as rb
+from bench.rebalance import trace as rt
+from bench.rebalance.plots import plot_all
+from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
+from sandbox.load.trace import for_scenarios
+from sandbox.peers import descheduler, koordinator
+
+
+# -- the command --------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench.rebalance", description=rb.__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, every scenario shortened, four contenders (rebalance-quick.json)",
+    )
+    parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(rb.SCENARIOS)}")
+    parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(rb.SEEDS)})")
+    parser.add_argument(
+        "--first-seed", type=int, default=1, help="the seeds are first-seed, first-seed + 1, ..."
+    )
+    parser.add_argument(
+        "--contenders",
+        help=f"comma-separated (default {', '.join(rb.DEFAULT_CONTENDERS)}), "
+        f"of {', '.join(rb.CONTENDERS)}",
+    )
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--observe", type=float, help="seconds after the change, every scenario")
+    parser.add_argument("--table", type=Path, help="print a results JSON as rb.markdown and exit")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", help="join the runs of results JSONs into --out"
+    )
+    parser.add_argument(
+        "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
+    )
+    redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
+    args = parser.parse_args(argv)
+    if args.plot is not None:
+        return redraw(args.plot, plot_all, rt.plot)
+    sized(
+        args,
+        quick={"seeds": 1, "contenders": ",".join(rb.QUICK_CONTENDERS),
+               "out": rb.RESULTS / "rebalance-quick.json"},
+        full={"seeds": len(rb.SEEDS), "contenders": ",".join(rb.DEFAULT_CONTENDERS),
+              "out": rb.RESULTS / "rebalance.json"},
+    )  # fmt: skip
+    if args.table:
+        doc = json.loads(args.table.read_text())
+        print(rb.markdown(doc) + "\n" + scenario_table(doc, "trace", rt.COLUMNS))
+        return 0
+    if args.merge:
+        return rb.merge(args.merge, args.out)
+    names = args.scenarios.split(",") if args.scenarios else list(rb.SCENARIOS)
+    trace = for_scenarios(args.trace, bool(args.scenarios)) if "trace" in names else None
+    if trace is None and "trace" in names:
+        names.remove("trace")
+    contenders = args.contenders.split(",")
+    unknown = [c for c in contenders if c not in rb.CONTENDERS]
+    if unknown:
+        parser.error(f"unknown contenders {', '.join(unknown)}; known: {', '.join(rb.CONTENDERS)}")
+    if "descheduler" in contenders:
+        descheduler.ensure_built()
+    if rb.KOORD in contenders:
+        koordinator.ensure_built()
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    for n in names:
+        if args.quick:
+            rb.SCENARIOS[n] = replace(
+                rb.SCENARIOS[n],
+                observe=rb.QUICK_TIMES[n],
+                settle=rb.QUICK_SETTLE,
+                before=rb.QUICK_BEFORE,
+            )
+        if args.observe:
+            rb.SCENARIOS[n] = replace(rb.SCENARIOS[n], observe=args.observe)
+    started = time.monotonic()
+    runs = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    for name in names:
+        for seed in seeds:
+            print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
+            if name == "trace":
+                run = rt.run_one(rb.SCENARIOS[name], seed, contenders, trace, say=say)
+            else:
+                run = rb.run_one(rb.SCENARIOS[name], seed, contenders, say=say)
+            runs.append(run)
+            # After every run, so a run cut short still leaves what it measured.
+            partial = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
+            write_result(args.out, partial)
+            for c, r in run["contenders"].items():
+                print(
+                    f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
+                    f"  node-s >100% {r['node_seconds_over_100']:>4}"
+                    f"  >{rb.HIGH:.0f}% {r['node_seconds_over_high']:>4}"
+                    f"  hot at end {r['hot_nodes_at_end']}  cool after {r['seconds_until_cool']}"
+                    f"  max unavailable {r['max_unavailable']}  lost {r['pods_lost']}",
+                    flush=True,
+                )
+    doc = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
+    if trace is not None:
+        doc["setup"]["trace"] = rt.setup(trace)
+    write_result(args.out, doc)  # before the pictures: a failing plot never loses a run
+    print(f"results: {args.out} ({doc['seconds']} s)")
+    for path in plot_all(doc, args.out.parent, prefix=args.out.stem):
+        print(f"plot: {path}")
+    for path in rt.plot(doc, args.out.parent, prefix=args.out.stem):
+        print(f"plot: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,805 @@
+"""`make bench-rebalance`: after placement goes wrong, who cools the hot nodes, at what cost.
+
+Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
+evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
+scheduler, which places every replacement in every pool. One pool of identical nodes (same
+sizes, seeded background per node index) per contender run at the same time, each with the same
+Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB of
+maxUnavailable 1 per Deployment). Paired: every pool starts from one placement, the first
+pool's as Ballast's scheduler made it, copied into the others by binding each workload's pods
+to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
+
+- none: nothing moves pods after binding;
+- ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
+- ballast-n1: the same with `consecutive: 1` (a node is hot on its first fresh observation above
+  the threshold), to measure what the default's three observations buy and cost;
+- ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
+  its average, to measure what the average's lag buys and costs;
+- ballast-p95, ballast-n5, ballast-h70, ballast-h90: the other candidates for the defaults
+  (docs/rebalancer.md: statistic p95; 5 observations; hot above 70 % or 90 %), only when
+  named;
+- descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
+  the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
+  namespace, with the same thresholds.
+- koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
+  NodeMetric objects the simulator writes for its pool (a report every 2 s of 15-second means,
+  as the watcher polls and rates), the same CPU thresholds, its own anomaly count (5 rounds).
+
+Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
+80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
+trace's VMs as workloads: bench.rebalance.trace, docs/trace.md). Measures come from the
+simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
+pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
+rebalance-<scenario>.png (hottest node over time, eviction marks); `--quick` (one seed, every
+scenario shortened, four contenders): rebalance-quick.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+from kubernetes import client
+
+from bench.harness.common import RESULTS_DIR
+from bench.harness.provenance import write_result
+from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
+from sandbox.cluster.controlplane import ControlPlane
+from sandbox.cluster.namespaces import ensure_namespace
+from sandbox.cluster.nodes import NodeSpec
+from sandbox.load import nodemetric
+from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
+from sandbox.peers import descheduler
+from sandbox.peers.koordinator import descheduler as koord_descheduler
+from sandbox.peers.trimaran import stop_scheduler
+
+RESULTS = RESULTS_DIR
+POOL_LABEL = "ballast.dev/bench-pool"
+CONTENDERS = {
+    "none": "no rebalancer",
+    "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
+    "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
+    "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
+    "ballast-p95": "Ballast rebalancer on the window's 95th percentile, 3 fresh observations",
+    "ballast-n5": "Ballast rebalancer, hot on 5 fresh observations (consecutive: 5)",
+    "ballast-h70": "Ballast rebalancer, hot above 70 % (avg, 3 fresh observations)",
+    "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
+    "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
+    "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
+}
+HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
+# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
+REBALANCERS: dict[str, dict[str, Any]] = {
+    "ballast": {},
+    "ballast-n1": {"consecutive": 1},
+    "ballast-latest": {
+        "resources": [{"name": "cpu", "statistic": "latest", "high": HIGH, "low": LOW}]
+    },
+    "ballast-p95": {"resources": [{"name": "cpu", "statistic": "p95", "high": HIGH, "low": LOW}]},
+    "ballast-n5": {"consecutive": 5},
+    "ballast-h70": {"resources": [{"name": "cpu", "statistic": "avg", "high": 70.0, "low": LOW}]},
+    "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
+}
+# The contenders a run has unless --contenders names others: the defaults' candidates
+# (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
+# (docs/rebalancer.md).
+DEFAULT_CONTENDERS = (
+    "none", "ballast", "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
+)  # fmt: skip
+QUICK_CONTENDERS = ("none", "ballast", "descheduler", "koord-descheduler")
+NODES = 8
+NODE_CPU = 2
+WORKLOADS = 8
+REPLICAS = 3
+REQUESTS_M = (200, 300, 400)
+BASE_FACTOR = (0.5, 0.9)
+BACKGROUND = (5.0, 30.0)
+HOT_BACKGROUND = (80.0, 90.0)
+DRIFT_FACTOR = 3.0
+DRIFTING = 2  # workloads whose use triples in "drift"
+HOT_NODES = 2  # nodes whose background jumps in "hot-start"
+RAMP_SECONDS = 10.0
+SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
+BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
+PLACE_TIMEOUT = 120.0  # seconds for a pool's pods to be placed
+INTERVAL = 10.0  # both rebalancers' round period
+WATCHER_ENV = {
+    "BALLAST_POLL_INTERVAL": "2",
+    "BALLAST_POLL_JITTER": "0",
+    "BALLAST_RATE_RANGE": "15s",
+    "BALLAST_WINDOW": "60",
+}
+CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[15s]))'
+SEEDS = (1, 2, 3)
+KOORD = "koord-descheduler"
+# NodeMetrics for Koordinator's pool at the watcher's delay: written every 2 s (its poll), means
+# over 15 s (its rate range); koordlet's defaults (60 s, 300 s) would hide the change for minutes.
+NODE_METRICS = nodemetric.NodeMetricConfig(report_seconds=2, aggregate_seconds=15)
+T = 10.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    about: str
+    observe: float = 180.0  # seconds after the change
+    settle: float = SETTLE_SECONDS
+    before: float = BEFORE_CHANGE
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("drift", f"{DRIFTING} of {WORKLOADS} workloads' use triples"),
+        Scenario("hot-start", f"{HOT_NODES} of {NODES} nodes' background jumps to 80-90 %"),
+        Scenario("stable", "nothing changes: every eviction is a false one", observe=600.0),
+        # A day of 5-minute steps at 2 s each (bench.rebalance.trace, --trace PATH).
+        Scenario("trace", "a day of the Bitbrains trace's VMs as workloads", observe=576.0),
+    )
+}
+# `--quick`: every scenario once, shorter (a rebalancer acts within about a minute of a node
+# going hot: three 10 s rounds after the watcher's 15 s rate range sees it).
+QUICK_TIMES = {"drift": 80.0, "hot-start": 80.0, "stable": 60.0, "trace": 100.0}
+QUICK_SETTLE, QUICK_BEFORE = 10.0, 10.0
+
+
+# -- the plan: a pure function of scenario and seed ---------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    background: list[float]  # per node index, % CPU
+    requests_m: list[int]  # per workload
+    factors: list[float]  # per workload, before the change
+    drifting: list[int]  # workload indexes whose factor triples at the change
+    heating: list[int]  # node indexes whose background jumps at the change
+    hot_background: list[float]  # per heating node
+
+
+def plan(scenario: Scenario, seed: int) -> Plan:
+    rng = random.Random(f"rebalance:{scenario.name}:{seed}")
+    background = [rng.uniform(*BACKGROUND) for _ in range(NODES)]
+    requests_m = [REQUESTS_M[i % len(REQUESTS_M)] for i in range(WORKLOADS)]
+    factors = [rng.uniform(*BASE_FACTOR) for _ in range(WORKLOADS)]
+    drifting = sorted(rng.sample(range(WORKLOADS), DRIFTING)) if scenario.name == "drift" else []
+    heating = sorted(rng.sample(range(NODES), HOT_NODES)) if scenario.name == "hot-start" else []
+    hot = [rng.uniform(*HOT_BACKGROUND) for _ in heating]
+    return Plan(background, requests_m, factors, drifting, heating, hot)
+
+
+def node_name(contender: str, i: int) -> str:
+    return f"{contender}-{i}"
+
+
+def namespace(contender: str) -> str:
+    return f"rb-{contender}"
+
+
+def workload_name(w: int) -> str:
+    return f"w{w}"
+
+
+def workload_of(pod_name: str) -> str:
+    """A Deployment's pod is <deployment>-<replicaset hash>-<suffix>."""
+    return pod_name.rsplit("-", 2)[0]
+
+
+# -- measures: pure functions of the samples ----------------------------------------------------
+def measure(
+    samples: list[tuple[float, list[float]]],
+    change: float,
+    evictions: list[dict[str, Any]],
+    unavailable_max: dict[str, int],
+    lost: int,
+) -> dict[str, Any]:
+    """`samples`: (time, CPU % per node of the pool), one a second; `evictions`: dicts with
+    time, workload and the node the replacement was bound to (or "")."""
+    after = [(t, cpus) for t, cpus in samples if t >= change]
+    over_100 = sum(sum(c > 100.0 for c in cpus) for _, cpus in after)
+    over_high = sum(sum(c > HIGH for c in cpus) for _, cpus in after)
+    last_hot = max((t for t, cpus in after if max(cpus) > HIGH), default=None)
+    last_over_100 = max((t for t, cpus in after if max(cpus) > 100.0), default=None)
+    tail = [cpus for t, cpus in after if t >= after[-1][0] - 10.0] if after else []
+    end = [statistics.fmean(c[i] for c in tail) for i in range(len(tail[0]))] if tail else []
+    end_t = after[-1][0] if after else change
+
+    def cooled_at(last: float | None) -> float | None:
+        if last is None:
+            return 0.0
+        return None if last >= end_t - 10.0 else round(last - change, 1)
+
+    bounced = 0
+    for ev in evictions:
+        node = ev.get("replacement_node")
+        if not node:
+            continue
+        idx = ev["replacement_index"]
+        window = [cpus[idx] for t, cpus in after if ev["bound_at"] <= t <= ev["bound_at"] + 60.0]
+        if window and max(window) > HIGH:
+            bounced += 1
+    per_workload: dict[str, int] = {}
+    for ev in evictions:
+        per_workload[ev["workload"]] = per_workload.get(ev["workload"], 0) + 1
+    return {
+        "node_seconds_over_100": over_100,
+        "node_seconds_over_high": over_high,
+        "hot_nodes_at_end": sum(c > HIGH for c in end),
+        "max_cpu_at_end": round(max(end), 1) if end else None,
+        "seconds_until_cool": cooled_at(last_hot),
+        "seconds_until_below_100": cooled_at(last_over_100),
+        "evictions": len(evictions),
+        "evictions_per_workload": per_workload,
+        "bounced": bounced,
+        "max_unavailable": max(unavailable_max.values(), default=0),
+        "pdb_violations": sum(v > 1 for v in unavailable_max.values()),
+        "pods_lost": lost,
+    }
+
+
+MEASURES = (
+    "node_seconds_over_100",
+    "node_seconds_over_high",
+    "hot_nodes_at_end",
+    "max_cpu_at_end",
+    "seconds_until_cool",
+    "seconds_until_below_100",
+    "evictions",
+    "bounced",
+    "max_unavailable",
+    "pdb_violations",
+    "pods_lost",
+)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """scenario -> contender -> measure -> median, min, max over the seeds (None: never)."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        for c, r in run["contenders"].items():
+            slot = out.setdefault(run["scenario"], {}).setdefault(c, {})
+            for m in MEASURES:
+                slot.setdefault(m, []).append(r.get(m))
+    for per_c in out.values():
+        for c, values in per_c.items():
+            per_c[c] = {m: _spread(v) for m, v in values.items()}
+    return out
+
+
+def _spread(values: list[Any]) -> dict[str, Any]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"median": None, "min": None, "max": None, "never": len(values)}
+    # A run where it never happened is later than any where it did: it counts in the median as
+    # infinity, and a median that lands on it is never (None).
+    ranked = sorted(known) + [math.inf] * (len(values) - len(known))
+    median = statistics.median(ranked)
+    spread = {
+        "median": None if math.isinf(median) else median,
+        "min": min(known),
+        "max": max(known),
+    }
+    if len(known) < len(values):
+        spread["never"] = len(values) - len(known)  # runs where it never happened
+    return spread
+
+
+# -- one run ----------------------------------------------------------------------------------
+def deployment(w: int, contender: str, cpu_m: int) -> dict[str, Any]:
+    name = workload_name(w)
+    container = {
+        "name": "app",
+        "image": "example.invalid/app:1",
+        "resources": {"requests": {"cpu": f"{cpu_m}m", "memory": "128Mi"}},
+    }
+    spec = {
+        "schedulerName": "ballast",
+        "terminationGracePeriodSeconds": 0,
+        "nodeSelector": {POOL_LABEL: contender},
+        "containers": [container],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
+
+
+def pdb(w: int) -> dict[str, Any]:
+    name = workload_name(w)
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": name}}},
+    }
+
+
+def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -> None:
+    plane.spawn(name, argv)
+    url = f"http://127.0.0.1:{port}/healthz"
+    plane.wait_until(name, lambda: requests.get(url, timeout=2).status_code == 200, 60)
+
+
+def _start_scheduler(plane: ControlPlane, watcher_url: str, work: Path) -> None:
+    doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
+    argv, port = ballast_argv(plane, work, "scheduler", "scheduler", doc, "--metrics-listen")
+    _start_process(plane, "scheduler", argv + ["--log-level", "WARNING"], port)
+
+
+def rebalancer_config(watcher_url: str, contender: str = "ballast") -> dict[str, Any]:
+    return {
+        "watcherAddress": watcher_url,
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "ballast"}],
+        "rebalancer": {
+            "interval": f"{INTERVAL:g}s",
+            "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
+            "nodeSelector": {POOL_LABEL: contender},
+            "maxPerNode": 2,
+            "maxPerRound": 5,
+            **REBALANCERS[contender],
+        },
+    }
+
+
+def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path, contender: str) -> int:
+    doc = rebalancer_config(watcher_url, contender)
+    argv, port = ballast_argv(plane, work, contender, "rebalancer", doc, "--listen")
+    _start_process(plane, _process(contender), argv, port)
+    return port
+
+
+class Recorder:
+    """Every second: each node's true CPU (the simulator's state, unclamped) and each pool's
+    pods; evictions are pods of a pool that disappear."""
+
+    def __init__(
+        self, sim: Simulator, api: client.ApiClient, contenders: list[str], p: Plan
+    ) -> None:
+        self.sim, self.core, self.contenders, self.plan = (
+            sim,
+            client.CoreV1Api(api),
+            contenders,
+            p,
+        )
+        self.samples: dict[str, list[tuple[float, list[float]]]] = {c: [] for c in contenders}
+        self.evictions: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
+        self.unavailable: dict[str, dict[str, int]] = {c: {} for c in contenders}
+        self.pods: dict[str, dict[str, tuple[str, str]]] = {c: {} for c in contenders}
+        # workload -> replicas it should have (the trace scenario has its own workloads)
+        self.replicas = {workload_name(w): REPLICAS for w in range(WORKLOADS)}
+        self.drift_on = False
+        self.measuring = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="recorder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self._tick()
+            except Exception as exc:  # noqa: BLE001 - a missed second must not end the run
+                print(f"  recorder: {type(exc).__name__}: {exc}", flush=True)
+
+    def _factor(self, workload: str) -> float:
+        w = int(workload[1:])
+        base = self.plan.factors[w]
+        return base * DRIFT_FACTOR if self.drift_on and w in self.plan.drifting else base
+
+    def _set_factors(self, uses: list) -> None:
+        factors = self.sim.config.pod_factors
+        for use in uses:
+            factors[use.key] = self._factor(workload_of(use.key.split("/", 1)[1]))
+
+    def _tick(self) -> None:
+        now = time.time()
+        with self.sim._lock:  # the simulator's own state: the loads it is serving now
+            nodes = dict(self.sim._nodes)
+            uses = list(self.sim._pods.values())
+        self._set_factors(uses)
+        loads = node_loads(nodes, uses, now, self.sim.config, clamp=False)
+        for c in self.contenders:
+            cpus = [loads.get(node_name(c, i), (0.0, 0.0))[0] for i in range(NODES)]
+            self.samples[c].append((now, cpus))
+            self._pods(c, now)
+
+    def _pods(self, c: str, now: float) -> None:
+        items = self.core.list_namespaced_pod(namespace(c), _request_timeout=T).items
+        seen: dict[str, tuple[str, str]] = {}
+        ready: dict[str, int] = {}
+        for p in items:
+            name, node = p.metadata.name, p.spec.node_name or ""
+            seen[p.metadata.uid] = (name, node)
+            if node and not p.metadata.deletion_timestamp:
+                w = workload_of(name)
+                ready[w] = ready.get(w, 0) + 1
+        known = self.pods[c]
+        if self.measuring:
+            for uid, (name, node) in known.items():
+                if uid not in seen:
+                    ev = {"time": now, "workload": workload_of(name), "from": node, "uid": uid}
+                    ev["pod"] = name
+                    ev.update(replacement_node="", replacement_index=-1, bound_at=0.0)
+                    self.evictions[c].append(ev)
+            for uid, (name, node) in seen.items():
+                if node and known.get(uid, ("", ""))[1] != node:
+                    self._replacement(c, workload_of(name), node, now)
+            slot = self.unavailable[c]
+            for w, want in self.replicas.items():
+                slot[w] = max(slot.get(w, 0), want - ready.get(w, 0))
+        self.pods[c] = seen
+
+    def _replacement(self, c: str, workload: str, node: str, now: float) -> None:
+        for ev in self.evictions[c]:
+            if ev["workload"] == workload and not ev["replacement_node"]:
+                ev["replacement_node"] = node
+                ev["replacement_index"] = int(node.rsplit("-", 1)[1])
+                ev["bound_at"] = now
+                return
+
+    def lost(self, c: str) -> int:
+        per: dict[str, int] = {}
+        for name, node in self.pods[c].values():
+            if node:
+                per[workload_of(name)] = per.get(workload_of(name), 0) + 1
+        return sum(max(0, want - per.get(w, 0)) for w, want in self.replicas.items())
+
+
+class Services(SimulatedCluster):
+    """One run's simulated cluster (the sandbox with its controllers) and Ballast's scheduler;
+    `stop` also ends the rebalancers, whatever of it started."""
+
+    def __init__(self, prefix: str, specs: list[NodeSpec], config: SimulatorConfig) -> None:
+        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) == KOORD}
+        super().__init__(
+            prefix,
+            specs,
+            config,
+            WATCHER_ENV,
+            controllers=True,
+            node_metrics=NODE_METRICS,
+            node_metrics_for=koord,
+        )
+
+    def start(self) -> tuple[client.ApiClient, Simulator, str, str]:
+        """(API client, simulator, Prometheus URL, watcher URL), the scheduler running."""
+        api = self.start_cluster()
+        _start_scheduler(self.plane, self.watcher_url, self.work)
+        return api, self.simulator, self.prom_url, self.watcher_url
+
+    def stop(self) -> None:
+        for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
+            stop_scheduler(self.plane, name)
+        super().stop()
+
+
+def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> dict[str, Any]:
+    p = plan(scenario, seed)
+    background = {
+        node_name(c, i): (p.background[i], 20.0) for c in contenders for i in range(NODES)
+    }
+    config = SimulatorConfig(
+        seed=seed,
+        factor_min=1.0,
+        factor_max=1.0,
+        ramp_seconds=RAMP_SECONDS,
+        background=background,
+        pod_factors={},
+    )
+    specs = [
+        NodeSpec(node_name(c, i), cpu=str(NODE_CPU), memory="16Gi", labels={POOL_LABEL: c})
+        for c in contenders
+        for i in range(NODES)
+    ]
+    services = Services(f"ballast-rebalance-{scenario.name}-{seed}-", specs, config)
+    work = services.work
+    plane = services.plane
+    recorder = None
+    ok = False
+    try:
+        started = time.monotonic()
+        api, sim, prom, watcher_url = services.start()
+        recorder = Recorder(sim, api, contenders, p)
+        recorder.start()
+        apps, policy = client.AppsV1Api(api), client.PolicyV1Api(api)
+
+        def create_pool(c: str) -> None:
+            ensure_namespace(api, namespace(c))
+            for w in range(WORKLOADS):
+                body = deployment(w, c, p.requests_m[w])
+                apps.create_namespaced_deployment(namespace(c), body, _request_timeout=T)
+                policy.create_namespaced_pod_disruption_budget(
+                    namespace(c), pdb(w), _request_timeout=T
+                )
+
+        place_paired(services, watcher_url, contenders, create_pool, recorder.replicas)
+        total = WORKLOADS * REPLICAS * len(contenders)
+        _wait(lambda: sum(recorder.lost(c) == 0 for c in contenders) == len(contenders), 120,
+              f"{total} pods bound")  # fmt: skip
+        time.sleep(scenario.settle)
+        say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
+        start_rebalancers(plane, prom, watcher_url, work, contenders)
+        recorder.measuring = True
+        time.sleep(scenario.before)
+        change = time.time()
+        recorder.drift_on = True
+        for idx, hot in zip(p.heating, p.hot_background, strict=True):
+            for c in contenders:
+                background[node_name(c, idx)] = (hot, 20.0)
+        say(f"  change at +{time.monotonic() - started:.0f} s; observing {scenario.observe:.0f} s")
+        time.sleep(scenario.observe)
+        recorder.stop()
+        results = {}
+        for c in contenders:
+            samples = recorder.samples[c]
+            r = measure(
+                samples,
+                change,
+                recorder.evictions[c],
+                recorder.unavailable[c],
+                recorder.lost(c),
+            )
+            r["hottest_over_time"] = [
+                [round(t - change, 1), round(max(cpus), 1)] for t, cpus in samples
+            ]
+            r["eviction_times"] = [round(e["time"] - change, 1) for e in recorder.evictions[c]]
+            r["false_evictions_before_change"] = sum(
+                1 for e in recorder.evictions[c] if e["time"] < change
+            )
+            results[c] = r
+        for name in ("descheduler", KOORD):
+            if name in contenders:
+                results[name]["log_errors"] = _errors(plane, name)
+        ok = True
+        return {"scenario": scenario.name, "seed": seed, "contenders": results}
+    finally:
+        if recorder is not None:
+            recorder.stop()
+        services.close(ok, say)
+
+
+# -- the paired start: one placement, copied into every pool -----------------------------------
+def paired_bindings(
+    reference: dict[str, list[int]], pending: dict[str, list[str]]
+) -> dict[str, int]:
+    """Pod name -> node index: each workload's pods (by name) on the node indexes of that
+    workload's replicas in the reference pool. A workload with more pods than placed replicas
+    in the reference keeps the rest pending, for the scheduler."""
+    out: dict[str, int] = {}
+    for w, pods in pending.items():
+        out.update(zip(sorted(pods), sorted(reference.get(w, [])), strict=False))
+    return out
+
+
+def _pool_pods(core: client.CoreV1Api, c: str) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+    """(workload -> node indexes of its bound pods, workload -> names of its pending pods)."""
+    placed: dict[str, list[int]] = {}
+    pending: dict[str, list[str]] = {}
+    for pod in core.list_namespaced_pod(namespace(c), _request_timeout=T).items:
+        if pod.metadata.deletion_timestamp:
+            continue
+        w, node = workload_of(pod.metadata.name), pod.spec.node_name
+        if node:
+            placed.setdefault(w, []).append(int(node.rsplit("-", 1)[1]))
+        else:
+            pending.setdefault(w, []).append(pod.metadata.name)
+    return placed, pending
+
+
+def _bind(core: client.CoreV1Api, ns: str, pod: str, node: str) -> None:
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=pod),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    # Not preloaded: the client cannot parse the Status a Binding answers with.
+    core.create_namespaced_binding(ns, body, _request_timeout=T, _preload_content=False)
+
+
+def place_paired(
+    services: Services,
+    watcher_url: str,
+    contenders: list[str],
+    create_pool: Callable[[str], None],
+    replicas: dict[str, int],
+) -> None:
+    """Every pool starts from one placement (a paired design), so what differs between
+    pools afterwards is their rebalancer's doing: the first pool is placed by Ballast's scheduler;
+    then, the scheduler stopped, every other pool's pods are bound to the nodes of the same
+    indexes, and the scheduler starts again to place the replacements."""
+    core = client.CoreV1Api(services.api)
+    reference, *others = contenders
+    create_pool(reference)
+    want = sum(replicas.values())
+
+    def reference_placed() -> bool:
+        placed, _ = _pool_pods(core, reference)
+        return sum(min(len(placed.get(w, [])), n) for w, n in replicas.items()) == want
+
+    # Not fatal: a pod the scheduler cannot place stays pending in every pool, as it would.
+    deadline = time.monotonic() + PLACE_TIMEOUT
+    while not reference_placed() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not others:
+        return
+    stop_scheduler(services.plane, "scheduler")
+    placed, _ = _pool_pods(core, reference)
+    for c in others:
+        create_pool(c)
+
+        def created(c: str = c) -> bool:
+            bound, pending = _pool_pods(core, c)
+            return all(len(pending.get(w, [])) == n for w, n in replicas.items()) and not bound
+
+        _wait(created, PLACE_TIMEOUT, f"pool {c}'s pods created")
+        for pod, idx in paired_bindings(placed, _pool_pods(core, c)[1]).items():
+            _bind(core, namespace(c), pod, node_name(c, idx))
+    _start_scheduler(services.plane, watcher_url, services.work)
+
+
+def start_rebalancers(
+    plane: ControlPlane, prom: str, watcher_url: str, work: Path, contenders: list[str]
+) -> None:
+    """Each pool's rebalancer: Ballast's variants and the descheduler, on their own pools."""
+    for c in contenders:
+        if c in REBALANCERS:
+            _start_rebalancer(plane, watcher_url, work, c)
+    if "descheduler" in contenders:
+        doc = descheduler.policy(
+            CPU_QUERY,
+            LOW,
+            HIGH,
+            prom,
+            exclude_namespaces=[namespace(c) for c in contenders if c != "descheduler"],
+            node_selector=f"{POOL_LABEL}=descheduler",
+        )
+        descheduler.start_descheduler(plane, prom, doc, INTERVAL)
+    if KOORD in contenders:
+        # CPU as Ballast's thresholds; memory never hot and never in the way of a target.
+        doc = koord_descheduler.config(
+            plane.kubeconfig,
+            low={"cpu": LOW, "memory": 100},
+            high={"cpu": HIGH, "memory": 100},
+            interval=INTERVAL,
+            namespaces=[namespace(KOORD)],
+            node_selector={POOL_LABEL: KOORD},
+        )
+        koord_descheduler.start_koord_descheduler(plane, doc, name=KOORD)
+
+
+def _process(contender: str) -> str:
+    return "rebalancer" if contender == "ballast" else f"rebalancer-{contender}"
+
+
+def _errors(plane: ControlPlane, name: str) -> list[str]:
+    log = plane.log_dir / f"{name}.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return [line[:300] for line in text.splitlines() if line.startswith("E")][:20]
+
+
+def _wait(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+
+
+def document(
+    runs: list[dict[str, Any]],
+    seeds: list[int],
+    names: list[str],
+    contenders: list[str],
+    seconds: int,
+) -> dict[str, Any]:
+    return {
+        "about": __doc__.split("\n\n")[0],
+        "seconds": seconds,
+        "cpus": os.cpu_count(),
+        "setup": {
+            "nodes_per_pool": NODES,
+            "node_cpu": NODE_CPU,
+            "workloads": WORKLOADS,
+            "replicas": REPLICAS,
+            "requests_m": REQUESTS_M,
+            "base_factor": BASE_FACTOR,
+            "background_cpu": BACKGROUND,
+            "hot_background_cpu": HOT_BACKGROUND,
+            "drift_factor": DRIFT_FACTOR,
+            "high": HIGH,
+            "low": LOW,
+            "interval": INTERVAL,
+            "watcher": WATCHER_ENV,
+            "descheduler_query": CPU_QUERY,
+            "rebalancer_config": rebalancer_config("http://watcher"),
+            "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
+            "seeds": seeds,
+            "scenarios": {n: SCENARIOS[n].about for n in names},
+            "observe_seconds": {n: SCENARIOS[n].observe for n in names},
+            "contenders": {c: CONTENDERS[c] for c in contenders},
+        },
+        "summary": summarize(runs),
+        "runs": runs,
+    }
+
+
+COLUMNS = (
+    ("node_seconds_over_100", "node-s > 100 %"),
+    ("node_seconds_over_high", f"node-s > {HIGH:.0f} %"),
+    ("hot_nodes_at_end", "hot at end"),
+    ("seconds_until_below_100", "s until < 100 %"),
+    ("seconds_until_cool", f"s until < {HIGH:.0f} %"),
+    ("evictions", "evictions"),
+    ("bounced", "bounced"),
+    ("max_unavailable", "max unavailable"),
+    ("pods_lost", "lost"),
+)
+
+
+def merge(paths: list[Path], out: Path) -> int:
+    """Several runs' JSONs (one scenario each, run as separate jobs) as one, with the plots."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    runs = [run for part in parts for run in part["runs"]]
+    doc = parts[0]
+    doc["runs"] = runs
+    doc["summary"] = summarize(runs)
+    doc["seconds"] = sum(part["seconds"] for part in parts)
+    for part in parts[1:]:
+        doc["setup"]["scenarios"].update(part["setup"]["scenarios"])
+        doc["setup"]["observe_seconds"].update(part["setup"]["observe_seconds"])
+    doc["parts_provenance"] = [part.get("provenance") for part in parts]  # each run's own
+    write_result(out, doc)
+    from bench.rebalance.plots import plot_all
+
+    for path in plot_all(doc, out.parent, prefix=out.stem):
+        print(f"plot: {path}")
+    return 0
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """One table per scenario: medians over seeds (min..max; "never": still hot at the end)."""
+    out = []
+    for scenario, per_c in doc["summary"].items():
+        head = f"| {scenario} | " + " | ".join(label for _, label in COLUMNS) + " |"
+        out += [head, "| --- " * (len(COLUMNS) + 1) + "|"]
+        for c, measures in per_c.items():
+            cells = [_cell(measures.get(m) or {}) for m, _ in COLUMNS]
+            out.append(f"| {c} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _cell(spread: dict[str, Any]) -> str:
+    if spread.get("median") is None:
+        if not spread.get("never"):
+            return "-"
+        if spread.get("min") is None:
+            return "never"
+        low, high = spread["min"], spread["max"]
+        done = f"{low:g}" if low == high else f"{low:g}..{high:g}"
+        return f"never in {spread['never']}, else {done}"
+    text = f"{spread['median']:g}"
+    if spread["min"] != spread["max"]:
+        text += f" ({spread['min']:g}..{spread['max']:g})"
+    if spread.get("never"):
+        text += f", never in {spread['never']}"
+    return text

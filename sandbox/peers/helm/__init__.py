@@ -1,0 +1,1 @@
+"""helm, built at its pin, and the chart rendered with it (`chart`)."""
