@@ -143,12 +143,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # Koordinator's koord-scheduler is built into .cache/ on first use (a contender since issue 34).
 # BENCH_ARGS=--quick: one seed, steady, burst and the trace (about 8 minutes instead of about 65);
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
-bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
+bench-placement: trimaran-build metrics-server-build koordinator-build loadwatcher-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
 
 # The gpu-shared scenario (docs/gpu.md): training and inference pods on time-sliced GPUs,
 # Ballast with GpuLoad against kube-scheduler and Trimaran. BENCH_ARGS=--quick: one seed.
-bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
+bench-placement-gpu: trimaran-build loadwatcher-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement.gpu $(BENCH_ARGS)
 
 # What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):

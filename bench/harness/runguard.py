@@ -218,6 +218,16 @@ def begin(
     return run
 
 
+def start_run(parser: Any, allow_dirty: bool) -> Run:
+    """`begin` for a benchmark's main: its refusal is the command's error (exit 2). The lock
+    and the sampler end with the process."""
+    try:
+        return begin(allow_dirty)
+    except (DirtyTree, BenchmarkBusy) as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")
+        raise  # parser.exit does not return
+
+
 def current() -> Run | None:
     return _CURRENT
 

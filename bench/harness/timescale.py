@@ -19,8 +19,10 @@ docs/trace.md's table is `table()`'s output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
+from sandbox.load.nodemetric import NodeMetricConfig
 from sandbox.load.trace import STEP_SECONDS
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.runtime import RuntimeOptions
@@ -43,11 +45,12 @@ class Setting:
     source: str  # where the deployed value is from
     wall: float  # seconds of wall time, as the benchmarks set it
     fixed: str = ""  # set: the binary fixes it in real time; why it cannot follow
+    speed: float = SPEED  # trace seconds per wall second of the replay it runs in
 
     @property
     def trace(self) -> float:
         """The setting in trace time."""
-        return self.wall * SPEED
+        return self.wall * self.speed
 
     @property
     def steps_off(self) -> float:
@@ -129,6 +132,45 @@ SETTINGS: tuple[Setting, ...] = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Timing:
+    """What a benchmark run sets from these settings: the watcher's environment, the NodeMetric
+    writer, the scheduler's flags and LoadAwareScheduling's arguments."""
+
+    watcher_env: dict[str, str]
+    node_metrics: NodeMetricConfig
+    scheduler_flags: tuple[str, ...] = ()
+    load_aware_args: dict[str, Any] = field(default_factory=dict)
+    rounds: float | None = None  # every rebalancer's round period; None: the benchmark's own
+    load_watcher_speed: float | None = None  # RangeProxy's factor; None: load-watcher as built
+    anomaly_timeout: float | None = None  # koord-descheduler's; None: the benchmark's own
+
+    def record(self) -> dict[str, Any]:
+        """For a result's setup: what the contenders ran with."""
+        return {
+            "watcher": self.watcher_env,
+            "node_metrics": asdict(self.node_metrics),
+            "scheduler_flags": list(self.scheduler_flags),
+            "load_aware_args": self.load_aware_args,
+            "rounds": self.rounds,
+            "load_watcher_speed": self.load_watcher_speed,
+            "anomaly_timeout": self.anomaly_timeout,
+        }
+
+
+def trace_timing() -> Timing:
+    """Every contender of a trace scenario at its deployed defaults, scaled."""
+    return Timing(
+        watcher_env(),
+        node_metrics(),
+        tuple(scheduler_flags()),
+        load_aware_args(),
+        rounds=setting("Ballast rebalancer", "interval").wall,
+        load_watcher_speed=LOAD_WATCHER_SPEED,
+        anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout").wall,
+    )
+
+
 def setting(contender: str, name: str) -> Setting:
     for s in SETTINGS:
         if (s.contender, s.name) == (contender, name):
@@ -145,6 +187,16 @@ def watcher_env() -> dict[str, str]:
         "BALLAST_RATE_RANGE": f"{RATE_RANGE_WALL:g}s",
         "BALLAST_PROFILE_WINDOW": f"{setting('Ballast watcher', 'profile_window').wall:g}",
     }
+
+
+def record() -> list[dict[str, Any]]:
+    """Every setting for a result's setup: deployed, wall and trace seconds, steps off."""
+    return [
+        {"contender": s.contender, "setting": s.name, "kind": s.kind, "deployed": s.deployed,
+         "wall": s.wall, "trace": round(s.trace, 3), "steps_off": round(s.steps_off, 2),
+         **({"fixed": s.fixed} if s.fixed else {})}
+        for s in SETTINGS
+    ]  # fmt: skip
 
 
 def _seconds(value: float) -> str:
@@ -172,3 +224,78 @@ def table() -> str:
             f"{_seconds(s.wall)} | {_seconds(s.trace)} | {off} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def scheduler_flags() -> list[str]:
+    """Ballast's scheduler's runtime settings, scaled."""
+    return [
+        f"--{name.lstrip('-')}={setting('Ballast scheduler', name).wall:g}"
+        for name in ("--watcher-interval", "--provider-lag", "--recent-max-age")
+    ]
+
+
+def node_metrics() -> NodeMetricConfig:
+    """The NodeMetric writer as koordlet's defaults, scaled."""
+    koordlet = "Koordinator (koordlet)"
+    return NodeMetricConfig(
+        report_seconds=setting(koordlet, "reportIntervalSeconds").wall,
+        aggregate_seconds=setting(koordlet, "aggregateDurationSeconds").wall,
+        durations=tuple(setting(koordlet, f"aggregated over {d / 60:g} min").wall
+                        for d in KOORDLET_DURATIONS),
+        warm_start=True,  # a koordlet that has run long before the window
+    )  # fmt: skip
+
+
+def load_aware_args() -> dict[str, int]:
+    """LoadAwareScheduling's arguments that look back, scaled (the rest stay its defaults;
+    an int64 of seconds in its Go types)."""
+    wall = setting("Koordinator LoadAware", "nodeMetricExpirationSeconds").wall
+    return {"nodeMetricExpirationSeconds": round(wall)}
+
+
+def effective(timing: Timing, step_wall: float) -> list[Setting]:
+    """The settings a benchmark run actually has, read back from its Timing, at a replay of one
+    trace step every `step_wall` seconds: what the test holds to one step of deployed."""
+    env, flags = timing.watcher_env, dict(f.lstrip("-").split("=") for f in timing.scheduler_flags)
+    nm = timing.node_metrics
+    walls = {
+        ("Ballast watcher", "poll_interval"): float(env["BALLAST_POLL_INTERVAL"]),
+        ("Ballast watcher", "window"): float(env.get("BALLAST_WINDOW", watcher_defaults.WINDOW)),
+        ("Ballast watcher", "rate_range"): _go_seconds(env["BALLAST_RATE_RANGE"]),
+        ("Ballast watcher", "profile_window"): float(
+            env.get("BALLAST_PROFILE_WINDOW", watcher_defaults.PROFILE_WINDOW)
+        ),
+        ("Ballast scheduler", "--watcher-interval"): float(
+            flags.get("watcher-interval", _RUNTIME.watcher_interval)
+        ),
+        ("Ballast scheduler", "--provider-lag"): float(
+            flags.get("provider-lag", _RUNTIME.provider_lag)
+        ),
+        ("Ballast scheduler", "--recent-max-age"): float(
+            flags.get("recent-max-age", _RUNTIME.recent_max_age)
+        ),
+        ("Koordinator (koordlet)", "reportIntervalSeconds"): nm.report_seconds,
+        ("Koordinator (koordlet)", "aggregateDurationSeconds"): nm.aggregate_seconds,
+        ("Koordinator LoadAware", "nodeMetricExpirationSeconds"): float(
+            timing.load_aware_args.get("nodeMetricExpirationSeconds", LOAD_AWARE_EXPIRATION)
+        ),
+    }
+    for d, wall in zip(KOORDLET_DURATIONS, nm.durations, strict=False):
+        walls[("Koordinator (koordlet)", f"aggregated over {d / 60:g} min")] = wall
+    if timing.rounds is not None:
+        for key in (("Ballast rebalancer", "interval"),
+                    ("koord-descheduler", "deschedulingInterval"),
+                    ("descheduler", "--descheduling-interval")):  # fmt: skip
+            walls[key] = timing.rounds
+    if timing.anomaly_timeout is not None:
+        walls[("koord-descheduler", "anomalyCondition.timeout")] = timing.anomaly_timeout
+    speed = STEP_SECONDS / step_wall
+    return [replace(setting(*key), wall=wall, speed=speed) for key, wall in walls.items()]
+
+
+def _go_seconds(text: str) -> float:
+    """ "3s", "1m", "500ms" in seconds."""
+    for unit, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * scale
+    raise ValueError(f"not a duration: {text!r}")

@@ -124,3 +124,25 @@ def verdict_table(verdicts: dict[str, object]) -> str:
             f"{c['verdict']} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def all_verdicts(
+    runs: list[dict], measures: dict[str, tuple[str, ...]], ours: str, twin: str
+) -> dict[str, dict[str, object]]:
+    """scenario -> measure -> scenario_verdicts, for each scenario where `ours` and its A/A
+    `twin` both ran (`measures`: scenario -> what to compare; "*" for any other scenario)."""
+    out: dict[str, dict[str, object]] = {}
+    for scenario in dict.fromkeys(r["scenario"] for r in runs):
+        ran = {c for r in runs if r["scenario"] == scenario for c in r["contenders"]}
+        if {ours, twin} <= ran:
+            out[scenario] = {
+                m: scenario_verdicts(runs, scenario, m, ours, twin)
+                for m in measures.get(scenario, measures["*"])
+            }
+    return out
+
+
+def print_verdicts(verdicts: dict[str, dict[str, object]], say=print) -> None:  # noqa: ANN001
+    for scenario, per_measure in verdicts.items():
+        for v in per_measure.values():
+            say(f"\n{scenario}\n{verdict_table(v)}")  # type: ignore[arg-type]

@@ -3,11 +3,13 @@ read in trace time, within one trace step of what it is deployed; the docs' tabl
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 
 from bench.harness import timescale as ts
+from bench.placement import run as placement
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # What the peers' binaries fix in real time; a new one must be named here, and in the table.
@@ -41,3 +43,22 @@ def test_a_stretched_look_back_fails():
 
 def test_docs_trace_table_is_the_codes():
     assert ts.table() in (DOCS / "trace.md").read_text()
+
+
+@pytest.mark.parametrize("bench", ["placement.trace", "rebalance.trace"])
+def test_the_trace_scenarios_run_every_setting_within_one_step(bench):
+    module = importlib.import_module(f"bench.{bench}")
+    assert module.PLAYER.step_seconds == ts.STEP_WALL
+    settings = ts.effective(module.TIMING, module.PLAYER.step_seconds)
+    assert len(settings) >= 14  # every scalable look-back and pace is read back
+    off = [(s.contender, s.name, s.trace) for s in settings if s.steps_off > 1.0]
+    assert off == []
+
+
+def test_the_old_replay_fails_the_check():
+    # Before issue 44: the synthetic scenarios' settings (300 s window, 2 s NodeMetric reports
+    # of 15 s means) under a replay of one step every 2 s.
+    old = ts.effective(placement.SYNTHETIC, 2.0)
+    off = {(s.contender, s.name) for s in old if s.steps_off > 1.0}
+    assert ("Ballast watcher", "window") in off
+    assert ("Ballast scheduler", "--recent-max-age") in off
