@@ -541,7 +541,8 @@ def start_contender(
     elif contender.startswith("trimaran-"):
         tlp = contender.startswith("trimaran-tlp")
         plugin = TARGET_LOAD_PACKING if tlp else LOAD_VARIATION_RISK_BALANCING
-        address = watcher_url if contender.endswith("-ballast") else load_watcher_url
+        upstream = uses_load_watcher(contender) and load_watcher_url
+        address = load_watcher_url if upstream else watcher_url
         start_trimaran(plane, address, plugin, scheduler_name=contender, name=contender)
     elif contender.startswith("koordinator"):
         p95 = KOORDINATOR_P95 if contender.startswith("koordinator-agg") else {}
@@ -621,7 +622,9 @@ class Services(SimulatedCluster):
         ensure_namespace(api, NAMESPACE)
         self._wait_node_metrics()
         upstream = ""
-        if any(uses_load_watcher(c) for c in self.contenders):
+        # From Prometheus only: with --source metrics-server the Trimaran rows read Ballast's
+        # watcher, which then answers what load-watcher answers from metrics-server (Latest).
+        if self.prom_url and any(uses_load_watcher(c) for c in self.contenders):
             upstream = self._start_load_watcher()
         for c in self.contenders:
             start_contender(self.plane, c, self.watcher_url, self.work, self.timing, upstream)
