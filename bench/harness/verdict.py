@@ -8,8 +8,8 @@ averaged, is the spread. For a figure where lower is better, Ballast is
 - "ahead" when its mean is lower by more than the spread and it is lower in at least
   AHEAD_SHARE of the windows (5 of 6);
 - "behind" when the same holds the other way;
-- "tie" otherwise: a difference smaller than the spread is not a difference, and a mean won by
-  one window is not a lead.
+- "tie" otherwise: a difference smaller than the spread is not a difference, a mean won by one
+  window is not a lead, and fewer than MIN_WINDOWS windows decide nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from collections.abc import Sequence
 
 AHEAD, TIE, BEHIND = "ahead", "tie", "behind"
 AHEAD_SHARE = 5 / 6
+# Fewer windows than this decide nothing (a --quick run's one seed): the A/A spread of one or
+# two windows is no measure of chance.
+MIN_WINDOWS = 5
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
@@ -53,6 +56,8 @@ def verdict(ours: Sequence[float], theirs: Sequence[float], spread: float) -> st
     diffs = paired(ours, theirs)
     if not diffs:
         raise ValueError("no windows to compare")
+    if len(diffs) < MIN_WINDOWS:
+        return TIE
     need = math.ceil(AHEAD_SHARE * len(diffs) - 1e-9)
     mean = statistics.fmean(diffs)
     if mean < -spread and sum(d < 0 for d in diffs) >= need:

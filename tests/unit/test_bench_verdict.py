@@ -34,10 +34,15 @@ def test_a_difference_within_the_aa_spread_is_a_tie():
     assert verdict([105] * 6, peer, spread=5.0) == TIE
 
 
-def test_the_share_scales_with_the_windows():
-    # 3 windows: 5/6 of them rounds up to all 3.
-    assert verdict([1, 1, 1], [9, 9, 9], spread=0) == AHEAD
-    assert verdict([1, 1, 10], [9, 9, 9], spread=0) == TIE
+def test_the_share_scales_with_the_windows_and_few_windows_decide_nothing():
+    # 5 windows: 5/6 of them rounds up to all 5.
+    assert verdict([1, 1, 1, 1, 1], [9] * 5, spread=0) == AHEAD
+    assert verdict([1, 1, 1, 1, 10], [9] * 5, spread=0) == TIE
+    # 12 windows: 10 lower are enough.
+    assert verdict([1] * 10 + [20, 20], [9] * 12, spread=0) == AHEAD
+    # A --quick run's one window, however far apart: no verdict.
+    assert verdict([1], [90], spread=0) == TIE
+    assert verdict([1, 1, 1, 1], [90] * 4, spread=0) == TIE
 
 
 def test_spread_summary_and_pairs():
@@ -45,7 +50,7 @@ def test_spread_summary_and_pairs():
     assert summary([397, 69, 77]) == {"mean": 181.0, "median": 77, "worst": 397}
     assert paired([1, 5], [2, 2]) == [-1, 3]
     doc = comparison([1, 2], [3, 4], spread=0.5)
-    assert doc["verdict"] == AHEAD and doc["paired"] == [-2, -2]
+    assert doc["verdict"] == TIE and doc["paired"] == [-2, -2]  # two windows decide nothing
     with pytest.raises(ValueError, match="unpaired"):
         paired([1, 2], [1])
     with pytest.raises(ValueError):
