@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build
+.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
 
 all: test
 
@@ -79,11 +79,16 @@ lock: $(VENV)/.installed
 	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url \
 		--no-emit-find-links --output-file=requirements.lock pyproject.toml
 
+# paypal/load-watcher (pinned in sandbox/cluster/versions.py) for its interop test and the
+# benchmarks' Trimaran-as-deployed rows; after every other build, never beside them.
+loadwatcher-build: koordinator-build thanos-build
+	$(PY) -m sandbox.peers.loadwatcher
+
 # k8s/ballast.yaml is charts/ballast rendered with k8s/values.yaml; a test checks it is current.
 manifests: helm-build
 	$(PY) -m sandbox.peers.helm.chart
 
-test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build lint
+test: sandbox-build kube-scheduler-build trimaran-build metrics-server-build helm-build victoriametrics-build thanos-build koordinator-build loadwatcher-build lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The fuzzers of `make test`, longer: the watcher's API (schemathesis), the scheduler's inputs.
@@ -155,12 +160,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 # Koordinator's koord-scheduler is built into .cache/ on first use (a contender since issue 34).
 # BENCH_ARGS=--quick: one seed, steady, burst and the trace (about 8 minutes instead of about 65);
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
-bench-placement: trimaran-build metrics-server-build $(VENV)/.bench-installed
+bench-placement: trimaran-build metrics-server-build koordinator-build loadwatcher-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
 
 # The gpu-shared scenario (docs/gpu.md): training and inference pods on time-sliced GPUs,
 # Ballast with GpuLoad against kube-scheduler and Trimaran. BENCH_ARGS=--quick: one seed.
-bench-placement-gpu: trimaran-build $(VENV)/.bench-installed
+bench-placement-gpu: trimaran-build loadwatcher-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement.gpu $(BENCH_ARGS)
 
 # What workload profiles cost at 50,000 pods (5,000 Deployments x 10 replicas, every ring full):

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scheduler.backend import recent
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
 from shared import logs
@@ -79,6 +80,19 @@ def register(subparsers: Any) -> None:
         "$POD_NAMESPACE and $POD_NAME (the downward API); needs leader election",
     )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument(
+        "--provider-lag",
+        type=float,
+        default=recent.PROVIDER_LAG,
+        help="seconds a sample takes to reach the watcher: a bound pod counts on its node "
+        "until a sample this much newer than its bind (default %(default)s)",
+    )
+    p.add_argument(
+        "--recent-max-age",
+        type=float,
+        default=recent.MAX_AGE,
+        help="seconds a bound pod counts on its node at most (default %(default)s)",
+    )
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
     p.set_defaults(func=run)
@@ -143,6 +157,9 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         except OSError as exc:
             print(f"ballast scheduler: --{flag.replace('_', '-')}: {exc}", file=sys.stderr)
             return 2
+    if args.provider_lag < 0 or args.recent_max_age <= 0:
+        print("ballast scheduler: --provider-lag >= 0 and --recent-max-age > 0", file=sys.stderr)
+        return 2
     if args.decisions < 0 or args.decision_attempts < 1 or args.decision_top < 1:
         print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
               file=sys.stderr)  # fmt: skip
@@ -158,6 +175,8 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     options = RuntimeOptions(
         metrics_listen=args.metrics_listen or None,
         watcher_interval=args.watcher_interval,
+        provider_lag=args.provider_lag,
+        recent_max_age=args.recent_max_age,
         identity=args.identity,
         extender_listen=args.extender_listen or None,
         extender_profile=args.extender_profile,

@@ -27,7 +27,7 @@ from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.pods_client import PodsClient
 from scheduler.backend.profiles_client import ProfilesClient
 from scheduler.backend.queue import SchedulingQueue
-from scheduler.backend.recent import RecentlyBound
+from scheduler.backend.recent import MAX_AGE, PROVIDER_LAG, RecentlyBound
 from scheduler.config.loader import SchedulerConfig
 from scheduler.cycle import Cycle, Profile
 from scheduler.framework import PodInfo
@@ -59,8 +59,8 @@ class RuntimeOptions:
     watcher_timeout: float = 2.0
     watcher_max_backoff: float = 30.0
     upstream_horizon: float = 120.0  # freshness of a plain load-watcher snapshot
-    provider_lag: float = 15.0  # a sample reaches the watcher this long after the fact
-    recent_max_age: float = 300.0  # a bound pod counts on its node at most this long
+    provider_lag: float = PROVIDER_LAG  # a sample reaches the watcher this long after
+    recent_max_age: float = MAX_AGE  # a bound pod counts on its node at most this long
     initial_backoff: float | None = None  # None: the config's podInitialBackoffSeconds
     max_backoff: float | None = None  # None: the config's podMaxBackoffSeconds
     unschedulable_flush: float = 60.0

@@ -24,6 +24,34 @@ LATEST = "Latest"
 OPERATORS = (AVG, STD, LATEST, UNKNOWN)
 
 SOURCES = ("KubernetesMetricsServer", "Prometheus", "SignalFx", "Datadog")
+METRICS_SERVER, PROMETHEUS = SOURCES[:2]
+
+# What paypal/load-watcher v0.2.4 answers for a node, by source
+# (pkg/watcher/internal/metricsprovider): from Prometheus, avg_over_time of every metric, then
+# stddev_over_time of every metric, and no Latest; from metrics-server, CPU then Memory as
+# Latest, with an empty name and rollup. Trimaran's TargetLoadPacking keeps the last CPU metric
+# marked AVG or Latest, so a Latest beside AVG changes what it schedules on.
+UPSTREAM_OPERATORS = {PROMETHEUS: (AVG, STD), METRICS_SERVER: (LATEST,)}
+UNNAMED_SOURCES = (METRICS_SERVER,)
+
+
+def upstream_operators(source: str) -> tuple[str, ...]:
+    """The operators load-watcher answers for `source`, in its order (Prometheus's for a source
+    it has no provider of ours for)."""
+    return UPSTREAM_OPERATORS.get(source, UPSTREAM_OPERATORS[PROMETHEUS])
+
+
+def parse_operators(text: str) -> tuple[str, ...]:
+    """`AVG,STD,Latest` (a query parameter) as operators in the order given; WireFormatError
+    names an unknown or repeated one."""
+    known = (AVG, STD, LATEST)
+    ops = tuple(text.split(","))
+    for op in ops:
+        if op not in known:
+            raise WireFormatError(f"operators: {op!r} is not one of {', '.join(known)}")
+    if len(set(ops)) != len(ops):
+        raise WireFormatError("operators: each operator at most once")
+    return ops
 
 
 class WireFormatError(ValueError):

@@ -18,6 +18,7 @@ from typing import Any
 from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
+from shared import wire
 from watcher import decisions_proxy, health, openapi, podstats, selfmetrics
 from watcher import gpus as gpu_view
 from watcher.config import Config
@@ -244,15 +245,20 @@ def create_app(
     # -- load-watcher compatible --------------------------------------------------------------
     @app.get("/watcher")
     def watcher() -> Response:
+        asked = request.args.get("operators")
+        try:
+            operators = wire.parse_operators(asked) if asked is not None else None
+        except wire.WireFormatError as exc:
+            return error(400, str(exc))
         view = current()
         if view is None or not view.has_data:
             return no_data()
         now = time.time()
         host = request.args.get("host") or None
         if host is None:
-            key = ("watcher", view.version, view.expired_count(now))
-            return send(cache.get(key, lambda: dumps(view.envelope(now))))
-        doc = view.envelope(now, host)
+            key = ("watcher", view.version, view.expired_count(now), operators)
+            return send(cache.get(key, lambda: dumps(view.envelope(now, None, operators))))
+        doc = view.envelope(now, host, operators)
         if doc is None:
             return Response(
                 f"metrics for node {host} not found\n", status=404, mimetype="text/plain"

@@ -7,6 +7,7 @@ hold the server to it.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 JSON, TEXT = "application/json", "text/plain"
@@ -79,6 +80,10 @@ NODES_DOC = {
         "nodes": {"type": "object", "additionalProperties": NODE_DOC},
     },
 }
+# /watcher?operators=: each of AVG, STD and Latest at most once, in any order (15 values).
+OPERATOR_LISTS = [
+    ",".join(p) for n in (1, 2, 3) for p in itertools.permutations(("AVG", "STD", "Latest"), n)
+]
 # load-watcher's envelope (shared/wire.py), field by field.
 ENVELOPE = {
     "type": "object",
@@ -500,10 +505,20 @@ def document(
                 {
                     "200": _json("envelope", ENVELOPE),
                     "304": NOT_MODIFIED,
+                    "400": _error("an unknown or repeated operator"),
                     "404": _text("no live data for that host"),
                     **NO_DATA,
                 },
-                [_param("host", "query", "only this node")],
+                [
+                    _param("host", "query", "only this node"),
+                    _param(
+                        "operators",
+                        "query",
+                        "these operators, in this order, instead of load-watcher's for the "
+                        "source (Prometheus: AVG,STD; metrics-server: Latest)",
+                        {"type": "string", "enum": OPERATOR_LISTS},
+                    ),
+                ],
                 guard("/watcher"),
             ),
             "/watcher/health": _get(

@@ -27,6 +27,7 @@ FIRST_LOOK = 0.1  # seconds between a worker's looks for the first snapshot
 _AVG, _STD, _LATEST, _LAST, _HORIZON = (
     STAT_FIELDS.index(f) for f in ("avg", "std", "latest", "last", "horizon")
 )
+_COLUMNS = {wire.AVG: _AVG, wire.STD: _STD, wire.LATEST: _LATEST}
 
 
 def duration_name(seconds: float) -> str:
@@ -72,25 +73,36 @@ class View:
         return self.expired_count(now) < len(self._expiries)
 
     # -- load-watcher envelope ----------------------------------------------------------------
-    def envelope(self, now: float, host: str | None = None) -> dict[str, Any] | None:
-        """The /watcher answer; None when `host` has no live data."""
+    def envelope(
+        self, now: float, host: str | None = None, operators: tuple[str, ...] | None = None
+    ) -> dict[str, Any] | None:
+        """The /watcher answer; None when `host` has no live data.
+
+        By default it is what paypal/load-watcher answers for this source (shared/wire.py):
+        from Prometheus each metric's AVG, then each metric's STD, no Latest, so that Trimaran
+        reads here what it reads deployed. `operators` (the `?operators=` parameter) asks for
+        others, Ballast's Latest among them, in the order given.
+        """
+        source = self.doc["source"]
+        operators = operators or wire.upstream_operators(source)
+        unnamed = source in wire.UNNAMED_SOURCES
         end = int(self.doc.get("lastSuccess") or self.doc["built"])
         names = [host] if host is not None else list(self.nodes)
         node_map: dict[str, dict[str, Any]] = {}
-        rollup = self.duration
+        rollup = "" if unnamed else self.duration
         for node in names:
             metrics = self.nodes.get(node)
             if not metrics:
                 continue
+            # Expired data is absent, never a stale value passed off as live.
+            live = [(k, row) for k, row in metrics.items() if now - row[_LAST] <= self.expiry]
             out = []
-            for key, row in metrics.items():
-                if now - row[_LAST] > self.expiry:
-                    continue  # expired data is absent, never a stale value passed off as live
-                spec = self.metrics[key]
-                name, mtype = spec["name"], spec["type"]
-                out.append(_metric(name, mtype, wire.AVG, rollup, row[_AVG]))
-                out.append(_metric(name, mtype, wire.STD, rollup, row[_STD]))
-                out.append(_metric(name, mtype, wire.LATEST, rollup, row[_LATEST]))
+            for op in operators:
+                column = _COLUMNS[op]
+                for key, row in live:
+                    spec = self.metrics[key]
+                    name = "" if unnamed else spec["name"]
+                    out.append(_metric(name, spec["type"], op, rollup, row[column]))
             if out:
                 node_map[node] = {"metrics": out, "tags": {}, "metadata": {"dataCenter": ""}}
         if host is not None and not node_map:
@@ -98,7 +110,7 @@ class View:
         return {
             "timestamp": end,
             "window": {"duration": self.duration, "start": int(end - self.window), "end": end},
-            "source": self.doc["source"],
+            "source": source,
             "data": {"NodeMetricsMap": node_map},
         }
 

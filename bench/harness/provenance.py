@@ -12,27 +12,16 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from bench.harness import runguard
 from sandbox.cluster import versions
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = "bench/results"  # relative to REPO
 # The fields a stamp must carry; the check in `make test` asks for each of them.
 FIELDS = ("commit", "dirty", "date", "machine", "command", "peers")
-
-
-def _git(*args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip()
 
 
 def _memory_bytes() -> int | None:
@@ -64,22 +53,15 @@ def peers() -> dict[str, str]:
     }
 
 
-def _command_line() -> list[str]:
-    """The command as typed: sys.orig_argv keeps `-m bench.x`, which sys.argv turns into the
-    module's file path."""
-    return [Path(sys.executable).name, *sys.orig_argv[1:]]
-
-
 def stamp(argv: list[str] | None = None) -> dict[str, Any]:
-    """The provenance block of a result document."""
-    # Results are tracked files that every run rewrites: they do not make the code dirty.
-    status = _git(
-        "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RESULTS}"
-    )
-    return {
-        "commit": _git("rev-parse", "HEAD"),
+    """The provenance block of a result document: the commit and tree state when the run began
+    (runguard.begin), else now; with a run, its lock, `--allow-dirty` and load average."""
+    run = runguard.current()
+    commit, dirty = (run.commit, run.dirty) if run is not None else runguard.tree_state(REPO)
+    block = {
+        "commit": commit,
         # A run on a dirty tree is not reproducible from its commit alone: say so.
-        "dirty": None if status is None else bool(status),
+        "dirty": dirty,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
             "cores": os.cpu_count(),
@@ -87,9 +69,12 @@ def stamp(argv: list[str] | None = None) -> dict[str, Any]:
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
-        "command": " ".join(argv if argv is not None else _command_line()),
+        "command": " ".join(argv if argv is not None else runguard.command_line()),
         "peers": peers(),
     }
+    if run is not None:
+        block["run"] = run.block()
+    return block
 
 
 def write_result(path: Path, doc: dict[str, Any], argv: list[str] | None = None) -> Path:

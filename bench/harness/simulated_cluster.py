@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from sandbox.load.exporter import SyntheticExporter
 from sandbox.load.simulator import Simulator, SimulatorConfig
 from sandbox.peers import koordinator
 from sandbox.peers import metrics_server as metrics_server_peer
+from sandbox.peers.loadwatcher.serve import rules_document
 
 
 class SimulatedCluster:
@@ -46,16 +47,24 @@ class SimulatedCluster:
         controllers: bool = False,
         node_metrics: nodemetric.NodeMetricConfig | None = None,
         node_metrics_for: Collection[str] = (),
+        more_node_metrics: Mapping[nodemetric.NodeMetricConfig, Collection[str]] | None = None,
     ) -> None:
         """`metrics_server`: the watcher reads metrics-server (kwok's usage) instead of
         Prometheus; `controllers`: the sandbox runs kube-controller-manager; `node_metrics_for`:
-        the nodes (Koordinator's pools) whose NodeMetric `node_metrics` configures."""
+        the nodes (Koordinator's pools) whose NodeMetric `node_metrics` configures;
+        `more_node_metrics`: other pools' nodes under writers of other settings."""
         self.work = work = Path(tempfile.mkdtemp(prefix=prefix))
         self.specs, self.config = specs, config
         self.watcher_env = watcher_env
         self.from_metrics_server = metrics_server
         self.node_metrics_config = node_metrics
         self.node_metrics_for = set(node_metrics_for)
+        self.writers_for: dict[nodemetric.NodeMetricConfig, set[str]] = {}
+        for config_, nodes in [(node_metrics, node_metrics_for),
+                               *(more_node_metrics or {}).items()]:  # fmt: skip
+            if nodes and config_ is not None:
+                self.writers_for.setdefault(config_, set()).update(nodes)
+        self.node_metrics_for = set().union(*self.writers_for.values())
         self.plane = ControlPlane(
             work / "sandbox",
             Ports.free(),
@@ -66,7 +75,7 @@ class SimulatedCluster:
         self.stack = Stack(work / "services")
         self.exporter: SyntheticExporter | None = None
         self.simulator: Simulator | None = None
-        self.node_metrics: nodemetric.NodeMetricWriter | None = None
+        self.node_metrics: list[nodemetric.NodeMetricWriter] = []
         self.api: client.ApiClient | None = None
         self.prom_url = ""  # empty when the watcher reads metrics-server
         self.watcher_url = ""
@@ -78,14 +87,24 @@ class SimulatedCluster:
         self.api = api = self.plane.api_client()
         if not self.from_metrics_server:
             self.exporter = SyntheticExporter().start()
-        if self.node_metrics_for:  # Koordinator's CRDs and its node agent's stand-in
+        if self.writers_for:  # Koordinator's CRDs and its node agent's stand-in, per setting
             koordinator.apply_crds(api)
-            self.node_metrics = nodemetric.NodeMetricWriter(
-                api, self.node_metrics_config, include=self.node_metrics_for.__contains__
-            ).start()
-        on_tick = self.node_metrics.observe if self.node_metrics is not None else None
+            self.node_metrics = [
+                nodemetric.NodeMetricWriter(api, config_, include=nodes.__contains__).start()
+                for config_, nodes in self.writers_for.items()
+            ]
+        writers = self.node_metrics
+
+        def on_tick(*state: Any) -> None:
+            for writer in writers:
+                writer.observe(*state)
+
         self.simulator = Simulator(
-            api, self.exporter, self.config, kwok_usage=self.from_metrics_server, on_tick=on_tick
+            api,
+            self.exporter,
+            self.config,
+            kwok_usage=self.from_metrics_server,
+            on_tick=on_tick if writers else None,
         ).start()
         if not self.simulator.wait_synced(60):
             raise TimeoutError("the simulator could not list nodes and pods")
@@ -94,7 +113,10 @@ class SimulatedCluster:
         if self.exporter is None:
             env["BALLAST_PROVIDER"] = "metrics-server"
         else:
-            self.prom_url = self.stack.start_prometheus(self.exporter.target)
+            # With load-watcher's recording rules: the Trimaran rows read it (sandbox.loadwatcher).
+            self.prom_url = self.stack.start_prometheus(
+                self.exporter.target, rules=rules_document()
+            )
         self.watcher_url = self.stack.start_watcher(self.prom_url, redis_url, env)
         wait_watcher(self.watcher_url, [s.name for s in self.specs])
         return api
@@ -105,8 +127,8 @@ class SimulatedCluster:
         self.stack.stop()
         if self.simulator is not None:
             self.simulator.stop(timeout=2.0)
-        if self.node_metrics is not None:
-            self.node_metrics.stop(timeout=2.0)
+        for writer in self.node_metrics:
+            writer.stop(timeout=2.0)
         if self.exporter is not None:
             self.exporter.stop()
         if self.api is not None:

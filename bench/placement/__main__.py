@@ -10,15 +10,19 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
+from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
+from bench.harness.verdict import all_verdicts, print_verdicts
 from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.placement.plots import plot_all
 from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
 from sandbox.load.trace import for_scenarios
+from sandbox.load.trace_player import windows as trace_windows
 from sandbox.peers import koordinator
 
 
@@ -44,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
     )
     redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         return redraw(args.plot, plot_all)
@@ -66,12 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     contenders = args.contenders.split(",") if args.contenders else list(pl.CONTENDERS)
     if unknown := [c for c in contenders if c not in pl.DESCRIPTIONS]:
         parser.error(f"unknown contenders {unknown}: of {', '.join(pl.DESCRIPTIONS)}")
+    runguard.start_run(parser, args.allow_dirty)
     if any(c.startswith("koordinator") for c in contenders):
         koordinator.ensure_built()  # minutes, once: koord-scheduler and the CRDs into .cache/
+    # The trace: one window on every day one can start on (6 of the subset's 7), unless the
+    # seeds are given; --quick's one seed is its first window.
+    windows = list(range(1, trace_windows(trace) + 1)) if trace is not None else []
+    if args.quick or args.seeds:
+        windows = seeds
     started = time.monotonic()
     runs = []
     for name in names:
-        for seed in seeds:
+        for seed in windows if name == "trace" else seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
             if name == "trace":
                 run = pt.run_one(seed, contenders, trace, say=_say)
@@ -89,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     summary = pl.summarize(runs)
+    measures = {"trace": pt.VERDICT_MEASURES, "*": pl.VERDICT_MEASURES}
+    verdicts = all_verdicts(runs, measures, pl.DEFAULT_PROFILE, pl.AA)
     doc = {
         "about": pl.__doc__.split("\n\n")[0],
         "quick": args.quick,
@@ -97,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "setup": {
             "nodes_per_pool": args.nodes,
             "seeds": seeds,
+            "trace_windows": windows,
             "target": pl.TARGET,
             "requests_m": pl.REQUESTS_M,
             "factor": pl.FACTOR,
@@ -104,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
             "hot_background_cpu": pl.HOT_BACKGROUND,
             "ramp_seconds": pl.RAMP_SECONDS,
             "watcher": pl.WATCHER_ENV,
+            "timing": pl.SYNTHETIC.record(),
+            "fresh_node_metrics": asdict(pl.FRESH_NODE_METRICS),
+            "load_aware_args": {"koordinator": {}, "koordinator-agg": pl.KOORDINATOR_P95},
             "source": args.source,
             "scenarios": {n: pl.SCENARIOS[n].about for n in names},
             "contenders": {c: pl.DESCRIPTIONS[c] for c in contenders},
@@ -111,12 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         "feasibility": pl.feasibility([n for n in names if n != "trace"], seeds, args.nodes),
         "summary": summary,
         "goals": pl.goals(summary),
+        "verdicts": verdicts,
         "runs": runs,
     }
     if trace is not None:
         doc["setup"]["trace"] = pt.setup(trace)
         print(scenario_table(doc, "trace", pt.COLUMNS))
     write_result(out, doc)  # before the pictures: a failing plot never loses a run
+    print_verdicts(verdicts)
     print(f"results: {out} ({doc['seconds']} s)")
     for path in plot_all(doc, out.parent, prefix=out.stem):
         print(f"plot: {path}")

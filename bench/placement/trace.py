@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from bench.harness import timescale
 from bench.harness.common import BindTracker, PodMaker
 from bench.placement import run as pl
 from sandbox.cluster.nodes import NodeSpec
@@ -40,7 +41,10 @@ BACKGROUND = (5.0, 30.0)
 WAVES = 4
 GAP = 30.0
 AFTER = 120.0
-PLAYER = PlayerConfig()
+# One trace step every STEP_WALL s, every contender's timing scaled to it (docs/trace.md).
+PLAYER = PlayerConfig(step_seconds=timescale.STEP_WALL)
+TIMING = timescale.trace_timing()
+RAMP = timescale.setting("simulated pods", "ramp to their use after start").wall
 
 
 def plan(
@@ -105,7 +109,9 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         first_step,
         workload_of=workload_of.get,
     )
-    config = replace(pl.simulator_config(seed, node_plans, pod_plans), trace=player)
+    config = replace(
+        pl.simulator_config(seed, node_plans, pod_plans), trace=player, ramp_seconds=RAMP
+    )
     memory = {v: player.requests(vm)[1] for v, (vm, _) in enumerate(chosen)}
     specs = [
         NodeSpec(pl.node_name(c, i), cpu=str(n.cpu), memory=f"{4 * n.cpu}Gi",
@@ -113,7 +119,9 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         for c in contenders
         for i, n in enumerate(node_plans)
     ]  # fmt: skip
-    services = pl.Services(f"ballast-placement-trace-{seed}-", specs, config, contenders)
+    services = pl.Services(
+        f"ballast-placement-trace-{seed}-", specs, config, contenders, timing=TIMING
+    )
     ok = False
     try:
         started = time.monotonic()
@@ -170,6 +178,8 @@ def _body(contender: str, j: int, p: pl.PodPlan, memory: int) -> dict[str, Any]:
     return body
 
 
+# What the verdicts compare on the trace (bench.placement.run's all_verdicts); lower is better.
+VERDICT_MEASURES = ("node_seconds_over_100", "node_seconds_over_90", "pending")
 # The trace table's columns (key, heading), drawn by bench.harness.common.scenario_table.
 COLUMNS = (
     ("node_seconds_over_100", "node-s > 100 %"),
@@ -196,4 +206,6 @@ def setup(trace: Trace) -> dict[str, Any]:
         "memory_scale": PLAYER.memory_scale,
         "step_seconds": PLAYER.step_seconds,
         "noise": PLAYER.noise,
+        "timing": TIMING.record(),
+        "settings_in_trace_time": timescale.record(),
     }

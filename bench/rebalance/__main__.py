@@ -13,13 +13,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table, sized
 from bench.harness.provenance import write_result
+from bench.harness.verdict import all_verdicts, print_verdicts
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
 from bench.rebalance.plots import plot_all
 from sandbox.load.trace import DEFAULT_PATH as DEFAULT_TRACE
 from sandbox.load.trace import for_scenarios
+from sandbox.load.trace_player import windows as trace_windows
 from sandbox.peers import descheduler, koordinator
 
 
@@ -53,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         "--trace", type=Path, default=DEFAULT_TRACE, help="the trace the `trace` scenario replays"
     )
     redraw_option(parser, "--plot", "only draw an earlier result's pictures (beside it)")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    seeds_given = args.seeds is not None
     if args.plot is not None:
         return redraw(args.plot, plot_all, rt.plot)
     sized(
@@ -69,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.merge:
         return rb.merge(args.merge, args.out)
+    runguard.start_run(parser, args.allow_dirty)
     names = args.scenarios.split(",") if args.scenarios else list(rb.SCENARIOS)
     trace = for_scenarios(args.trace, bool(args.scenarios)) if "trace" in names else None
     if trace is None and "trace" in names:
@@ -98,8 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     def say(text: str) -> None:
         print(text, flush=True)
 
+    # The trace: one window on every day one can start on (6 of the subset's 7), unless the
+    # seeds are given; --quick's one seed is its first window.
+    windows = list(range(1, trace_windows(trace) + 1)) if trace is not None else []
+    if args.quick or seeds_given:
+        windows = seeds
     for name in names:
-        for seed in seeds:
+        for seed in windows if name == "trace" else seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
             if name == "trace":
                 run = rt.run_one(rb.SCENARIOS[name], seed, contenders, trace, say=say)
@@ -121,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
     if trace is not None:
         doc["setup"]["trace"] = rt.setup(trace)
+        doc["setup"]["trace_windows"] = windows
+    doc["verdicts"] = all_verdicts(runs, rb.VERDICT_MEASURES, "ballast", rb.AA)
     write_result(args.out, doc)  # before the pictures: a failing plot never loses a run
+    print_verdicts(doc["verdicts"])
     print(f"results: {args.out} ({doc['seconds']} s)")
     for path in plot_all(doc, args.out.parent, prefix=args.out.stem):
         print(f"plot: {path}")

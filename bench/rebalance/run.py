@@ -22,8 +22,8 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
 - koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
-  NodeMetric objects the simulator writes for its pool (a report every 2 s of 15-second means,
-  as the watcher polls and rates), the same CPU thresholds, its own anomaly count (5 rounds).
+  NodeMetric objects the simulator writes for its pool (koordlet's defaults: a report every 60 s
+  of 300-second means), the same CPU thresholds, its own anomaly count (5 rounds).
 
 Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
 80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
@@ -36,6 +36,7 @@ scenario shortened, four contenders): rebalance-quick.json.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -44,7 +45,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ from kubernetes import client
 from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
+from bench.harness.timescale import Timing
 from sandbox.cluster.controlplane import ControlPlane
 from sandbox.cluster.namespaces import ensure_namespace
 from sandbox.cluster.nodes import NodeSpec
@@ -65,6 +67,7 @@ from sandbox.peers.trimaran import stop_scheduler
 
 RESULTS = RESULTS_DIR
 POOL_LABEL = "ballast.dev/bench-pool"
+AA = "ballast-aa"
 CONTENDERS = {
     "none": "no rebalancer",
     "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
@@ -76,11 +79,15 @@ CONTENDERS = {
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
+    # The A/A pair: Ballast's default again on a pool of its own; no gap smaller than theirs
+    # is a difference.
+    AA: "Ballast rebalancer again, its defaults (A/A: the spread between two runs)",
 }
 HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
 # Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
 REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast": {},
+    AA: {},
     "ballast-n1": {"consecutive": 1},
     "ballast-latest": {
         "resources": [{"name": "cpu", "statistic": "latest", "high": HIGH, "low": LOW}]
@@ -94,9 +101,14 @@ REBALANCERS: dict[str, dict[str, Any]] = {
 # (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
 # (docs/rebalancer.md).
 DEFAULT_CONTENDERS = (
-    "none", "ballast", "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
+    "none", "ballast", AA, "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
 )  # fmt: skip
-QUICK_CONTENDERS = ("none", "ballast", "descheduler", "koord-descheduler")
+QUICK_CONTENDERS = ("none", "ballast", AA, "descheduler", "koord-descheduler")
+# What the verdicts (bench.verdict, against the A/A spread) compare; lower is better for each.
+VERDICT_MEASURES = {
+    "stable": ("evictions",),
+    "*": ("node_seconds_over_100", "node_seconds_over_high", "evictions"),
+}
 NODES = 8
 NODE_CPU = 2
 WORKLOADS = 8
@@ -119,12 +131,14 @@ WATCHER_ENV = {
     "BALLAST_RATE_RANGE": "15s",
     "BALLAST_WINDOW": "60",
 }
-CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[15s]))'
-SEEDS = (1, 2, 3)
+CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[$range]))'
+SEEDS = (1, 2, 3, 4, 5)  # issue 44: at least 5 for the synthetic scenarios of the headline
 KOORD = "koord-descheduler"
-# NodeMetrics for Koordinator's pool at the watcher's delay: written every 2 s (its poll), means
-# over 15 s (its rate range); koordlet's defaults (60 s, 300 s) would hide the change for minutes.
-NODE_METRICS = nodemetric.NodeMetricConfig(report_seconds=2, aggregate_seconds=15)
+# NodeMetrics for Koordinator's pool as koordlet's defaults write them (a report every 60 s of
+# 300-second means; scaled to trace time in the trace: bench.timescale), as deployed.
+NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
+# The synthetic scenarios' timing (the trace's is bench.timescale's, scaled to trace time).
+SYNTHETIC = Timing(WATCHER_ENV, NODE_METRICS)
 T = 10.0
 
 
@@ -143,8 +157,10 @@ SCENARIOS = {
         Scenario("drift", f"{DRIFTING} of {WORKLOADS} workloads' use triples"),
         Scenario("hot-start", f"{HOT_NODES} of {NODES} nodes' background jumps to 80-90 %"),
         Scenario("stable", "nothing changes: every eviction is a false one", observe=600.0),
-        # A day of 5-minute steps at 2 s each (bench.rebalance.trace, --trace PATH).
-        Scenario("trace", "a day of the Bitbrains trace's VMs as workloads", observe=576.0),
+        # Six trace hours, 72 steps of 5 minutes at 5 s each (bench.rebalance.trace, --trace).
+        Scenario(
+            "trace", "6 hours of a day of the Bitbrains trace's VMs as workloads", observe=360.0
+        ),
     )
 }
 # `--quick`: every scenario once, shorter (a rebalancer acts within about a minute of a node
@@ -173,6 +189,63 @@ def plan(scenario: Scenario, seed: int) -> Plan:
     heating = sorted(rng.sample(range(NODES), HOT_NODES)) if scenario.name == "hot-start" else []
     hot = [rng.uniform(*HOT_BACKGROUND) for _ in heating]
     return Plan(background, requests_m, factors, drifting, heating, hot)
+
+
+# -- scenarios that can fail (issue 44): chosen on the placement, checked on the truth -------
+STABLE_TARGET = HIGH - 5.0  # stable: the hottest node sits here, within 10 points of high
+DRIFT_TARGET = HIGH + 10.0  # drift: the drifting workloads are chosen to heat a node this far
+
+
+class ScenarioFailed(RuntimeError):
+    """A seed whose scenario did not happen (stable not near high, drift heating no node): a
+    failed run, never a zero."""
+
+
+def pool_cpu(
+    p: Plan, placed: dict[str, int], drifting: frozenset[int] = frozenset()
+) -> list[float]:
+    """Each node's CPU % from its background and the pods on it (`placed`: pod name -> node
+    index), the `drifting` workloads' use multiplied by DRIFT_FACTOR."""
+    cpu = list(p.background)
+    for pod, idx in placed.items():
+        w = int(workload_of(pod)[1:])
+        factor = p.factors[w] * (DRIFT_FACTOR if w in drifting else 1.0)
+        cpu[idx] += 100.0 * p.requests_m[w] * factor / (NODE_CPU * 1000)
+    return cpu
+
+
+def stable_background(p: Plan, placed: dict[str, int]) -> tuple[int, float]:
+    """(node index, background %) that puts the pool's hottest node at STABLE_TARGET."""
+    cpu = pool_cpu(p, placed)
+    idx = max(range(len(cpu)), key=cpu.__getitem__)
+    return idx, max(0.0, p.background[idx] + STABLE_TARGET - cpu[idx])
+
+
+def drifting_workloads(p: Plan, placed: dict[str, int], seed: int) -> list[int]:
+    """DRIFTING workloads whose use, multiplied, heats a node to DRIFT_TARGET: the first such
+    set in a seeded order, else the one that heats the hottest."""
+    pairs = list(itertools.combinations(range(WORKLOADS), DRIFTING))
+    random.Random(f"rebalance:drift:{seed}").shuffle(pairs)
+    heat = {pair: max(pool_cpu(p, placed, frozenset(pair))) for pair in pairs}
+    hot_enough = [pair for pair in pairs if heat[pair] >= DRIFT_TARGET]
+    return sorted(hot_enough[0] if hot_enough else max(pairs, key=heat.__getitem__))
+
+
+def check_stable(samples: list[tuple[float, list[float]]], since: float) -> float:
+    """The hottest node's peak from `since`: within 10 points under HIGH, or ScenarioFailed."""
+    peak = max(max(cpus) for t, cpus in samples if t >= since)
+    if not HIGH - 10.0 <= peak < HIGH:
+        raise ScenarioFailed(f"stable: the hottest node peaked at {peak:.1f} %, not within "
+                             f"10 points under high ({HIGH:g} %)")  # fmt: skip
+    return peak
+
+
+def check_drift(samples: list[tuple[float, list[float]]], change: float) -> float:
+    """The hottest node's peak after the change: above HIGH, or ScenarioFailed."""
+    peak = max((max(cpus) for t, cpus in samples if t >= change), default=0.0)
+    if peak <= HIGH:
+        raise ScenarioFailed(f"drift: no node rose above high ({HIGH:g} %): peak {peak:.1f} %")
+    return peak
 
 
 def node_name(contender: str, i: int) -> str:
@@ -333,19 +406,23 @@ def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -
     plane.wait_until(name, lambda: requests.get(url, timeout=2).status_code == 200, 60)
 
 
-def _start_scheduler(plane: ControlPlane, watcher_url: str, work: Path) -> None:
+def _start_scheduler(
+    plane: ControlPlane, watcher_url: str, work: Path, flags: tuple[str, ...] = ()
+) -> None:
     doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
     argv, port = ballast_argv(plane, work, "scheduler", "scheduler", doc, "--metrics-listen")
-    _start_process(plane, "scheduler", argv + ["--log-level", "WARNING"], port)
+    _start_process(plane, "scheduler", argv + ["--log-level", "WARNING", *flags], port)
 
 
-def rebalancer_config(watcher_url: str, contender: str = "ballast") -> dict[str, Any]:
+def rebalancer_config(
+    watcher_url: str, contender: str = "ballast", interval: float = INTERVAL
+) -> dict[str, Any]:
     return {
         "watcherAddress": watcher_url,
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": "ballast"}],
         "rebalancer": {
-            "interval": f"{INTERVAL:g}s",
+            "interval": f"{interval:g}s",
             "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
             "nodeSelector": {POOL_LABEL: contender},
             "maxPerNode": 2,
@@ -355,8 +432,10 @@ def rebalancer_config(watcher_url: str, contender: str = "ballast") -> dict[str,
     }
 
 
-def _start_rebalancer(plane: ControlPlane, watcher_url: str, work: Path, contender: str) -> int:
-    doc = rebalancer_config(watcher_url, contender)
+def _start_rebalancer(
+    plane: ControlPlane, watcher_url: str, work: Path, contender: str, interval: float
+) -> int:
+    doc = rebalancer_config(watcher_url, contender, interval)
     argv, port = ballast_argv(plane, work, contender, "rebalancer", doc, "--listen")
     _start_process(plane, _process(contender), argv, port)
     return port
@@ -468,23 +547,40 @@ class Services(SimulatedCluster):
     """One run's simulated cluster (the sandbox with its controllers) and Ballast's scheduler;
     `stop` also ends the rebalancers, whatever of it started."""
 
-    def __init__(self, prefix: str, specs: list[NodeSpec], config: SimulatorConfig) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        specs: list[NodeSpec],
+        config: SimulatorConfig,
+        timing: Timing | None = None,
+    ) -> None:
+        """`timing`: the replayed trace's (bench.timescale), else the synthetic scenarios'."""
         koord = {s.name for s in specs if s.labels.get(POOL_LABEL) == KOORD}
+        self.timing = timing or SYNTHETIC
         super().__init__(
             prefix,
             specs,
             config,
-            WATCHER_ENV,
+            self.timing.watcher_env,
             controllers=True,
-            node_metrics=NODE_METRICS,
+            node_metrics=self.timing.node_metrics,
             node_metrics_for=koord,
         )
 
     def start(self) -> tuple[client.ApiClient, Simulator, str, str]:
         """(API client, simulator, Prometheus URL, watcher URL), the scheduler running."""
         api = self.start_cluster()
-        _start_scheduler(self.plane, self.watcher_url, self.work)
+        self.start_scheduler()
         return api, self.simulator, self.prom_url, self.watcher_url
+
+    def start_scheduler(self) -> None:
+        """Ballast's scheduler, which places every pool's pods and replacements."""
+        _start_scheduler(self.plane, self.watcher_url, self.work, self.timing.scheduler_flags)
+
+    def start_rebalancers(self, contenders: list[str]) -> None:
+        start_rebalancers(
+            self.plane, self.prom_url, self.watcher_url, self.work, contenders, self.timing
+        )
 
     def stop(self) -> None:
         for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
@@ -511,7 +607,6 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         for i in range(NODES)
     ]
     services = Services(f"ballast-rebalance-{scenario.name}-{seed}-", specs, config)
-    work = services.work
     plane = services.plane
     recorder = None
     ok = False
@@ -535,9 +630,23 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         total = WORKLOADS * REPLICAS * len(contenders)
         _wait(lambda: sum(recorder.lost(c) == 0 for c in contenders) == len(contenders), 120,
               f"{total} pods bound")  # fmt: skip
+        placed = {name: int(node.rsplit("-", 1)[1])
+                  for name, node in recorder.pods[contenders[0]].values() if node}  # fmt: skip
+        if scenario.name == "stable":
+            idx, warm = stable_background(p, placed)
+            for c in contenders:
+                background[node_name(c, idx)] = (warm, 20.0)
+            say(f"  stable: node {idx}'s background to {warm:.1f} %, its total to "
+                f"{STABLE_TARGET:g} % (high {HIGH:g} %)")  # fmt: skip
+        if scenario.name == "drift":
+            p = replace(p, drifting=drifting_workloads(p, placed, seed))
+            recorder.plan = p
+            heat = max(pool_cpu(p, placed, frozenset(p.drifting)))
+            say(f"  drift: workloads {p.drifting} triple, the hottest node to {heat:.0f} %")
         time.sleep(scenario.settle)
+        settled_at = time.time()
         say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
-        start_rebalancers(plane, prom, watcher_url, work, contenders)
+        services.start_rebalancers(contenders)
         recorder.measuring = True
         time.sleep(scenario.before)
         change = time.time()
@@ -548,6 +657,20 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         say(f"  change at +{time.monotonic() - started:.0f} s; observing {scenario.observe:.0f} s")
         time.sleep(scenario.observe)
         recorder.stop()
+        # The scenario happened, or the seed is a failed run: in the pool nothing moves pods
+        # in ("none"), else in the reference pool up to its first eviction.
+        judged = "none" if "none" in contenders else contenders[0]
+        first_eviction = min((e["time"] for e in recorder.evictions[judged]), default=math.inf)
+        truth = [(t, cpus) for t, cpus in recorder.samples[judged] if t < first_eviction]
+        scenario_check: dict[str, Any] = {"pool": judged}
+        if scenario.name == "stable":
+            scenario_check["hottest_peak"] = round(check_stable(truth, settled_at), 1)
+        if scenario.name == "drift":
+            scenario_check["hottest_peak"] = round(check_drift(truth, change), 1)
+            scenario_check["drifting"] = p.drifting
+        if len(scenario_check) > 1:
+            say(f"  {scenario.name} checked in pool {judged}: hottest node peaked at "
+                f"{scenario_check['hottest_peak']} % (high {HIGH:g} %)")  # fmt: skip
         results = {}
         for c in contenders:
             samples = recorder.samples[c]
@@ -570,7 +693,12 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
             if name in contenders:
                 results[name]["log_errors"] = _errors(plane, name)
         ok = True
-        return {"scenario": scenario.name, "seed": seed, "contenders": results}
+        return {
+            "scenario": scenario.name,
+            "seed": seed,
+            "check": scenario_check,
+            "contenders": results,
+        }
     finally:
         if recorder is not None:
             recorder.stop()
@@ -652,37 +780,54 @@ def place_paired(
         _wait(created, PLACE_TIMEOUT, f"pool {c}'s pods created")
         for pod, idx in paired_bindings(placed, _pool_pods(core, c)[1]).items():
             _bind(core, namespace(c), pod, node_name(c, idx))
-    _start_scheduler(services.plane, watcher_url, services.work)
+    services.start_scheduler()
 
 
 def start_rebalancers(
-    plane: ControlPlane, prom: str, watcher_url: str, work: Path, contenders: list[str]
+    plane: ControlPlane,
+    prom: str,
+    watcher_url: str,
+    work: Path,
+    contenders: list[str],
+    timing: Timing | None = None,
 ) -> None:
     """Each pool's rebalancer: Ballast's variants and the descheduler, on their own pools."""
+    timing = timing or SYNTHETIC
+    interval = timing.rounds or INTERVAL
     for c in contenders:
         if c in REBALANCERS:
-            _start_rebalancer(plane, watcher_url, work, c)
+            _start_rebalancer(plane, watcher_url, work, c, interval)
     if "descheduler" in contenders:
         doc = descheduler.policy(
-            CPU_QUERY,
+            descheduler_query(timing),
             LOW,
             HIGH,
             prom,
             exclude_namespaces=[namespace(c) for c in contenders if c != "descheduler"],
             node_selector=f"{POOL_LABEL}=descheduler",
         )
-        descheduler.start_descheduler(plane, prom, doc, INTERVAL)
+        descheduler.start_descheduler(plane, prom, doc, interval)
     if KOORD in contenders:
         # CPU as Ballast's thresholds; memory never hot and never in the way of a target.
+        anomaly = (
+            {} if timing.anomaly_timeout is None else {"anomaly_timeout": timing.anomaly_timeout}
+        )
         doc = koord_descheduler.config(
             plane.kubeconfig,
             low={"cpu": LOW, "memory": 100},
             high={"cpu": HIGH, "memory": 100},
-            interval=INTERVAL,
+            interval=interval,
             namespaces=[namespace(KOORD)],
             node_selector={POOL_LABEL: KOORD},
+            metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
+            **anomaly,
         )
         koord_descheduler.start_koord_descheduler(plane, doc, name=KOORD)
+
+
+def descheduler_query(timing: Timing) -> str:
+    """The descheduler's CPU query at the run's rate range (the watcher's)."""
+    return CPU_QUERY.replace("$range", timing.watcher_env["BALLAST_RATE_RANGE"])
 
 
 def _process(contender: str) -> str:
@@ -729,7 +874,8 @@ def document(
             "low": LOW,
             "interval": INTERVAL,
             "watcher": WATCHER_ENV,
-            "descheduler_query": CPU_QUERY,
+            "descheduler_query": descheduler_query(SYNTHETIC),
+            "timing": SYNTHETIC.record(),
             "rebalancer_config": rebalancer_config("http://watcher"),
             "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,

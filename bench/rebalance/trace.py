@@ -1,20 +1,19 @@
-"""The rebalancing benchmark's `trace` scenario: a day of a production trace, compressed.
+"""The rebalancing benchmark's `trace` scenario: six hours of a production trace, replayed.
 
-Each seed replays one day of the trace (seed 1 the trace's second day, seed 2 its third, ...:
-the first day is what came before every window). The VMs become Deployments
-(sandbox.load.trace_player:
-one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a VM core given 50 m of
-request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every 2 s, one watcher
-poll): a seeded choice of VMs, as many as fill FILL of the pool's CPU with requests, the same
-in every pool. Ballast's scheduler places them in the first pool before the replay starts and
-every other pool starts from a copy of that placement (`bench.rebalance.place_paired`); the
-replacements are placed by Ballast's scheduler, in the descheduler's pool by kube-scheduler (the
-pair upstream runs). Then every pool's rebalancer runs while the day plays (576 s).
+Each seed replays a window of the trace starting on one day (seed 1 the trace's second day, seed
+2 its third, ...: the first day is what came before every window). The VMs become Deployments
+(sandbox.load.trace_player: one VM a workload of 1-3 replicas; a VM core used is 200 m of use, a
+VM core given 50 m of request (the hosts' 4:1 overcommit), memory 1/16; one 5-minute step every
+5 s, every contender's timing scaled to it: bench.harness.timescale): a seeded choice of VMs, as
+many as fill FILL of the pool's CPU with requests, the same in every pool. Ballast's scheduler
+places them in the first pool before the replay starts and every other pool starts from a copy
+of that placement (`bench.rebalance.run.place_paired`); every pool's replacements are placed by
+Ballast's scheduler. Then every pool's rebalancer runs while six hours of the day play (360 s).
 
 Measured from the simulator's true demand as in `bench.rebalance.measure`, plus:
 - false evictions: by the node's true series, the eviction's node with the evicted pod's use
   added back (the player gives any pod's use at any moment), still above the high threshold
-  throughout the watcher's window (60 s, 2.5 trace hours) after the eviction: if it would have
+  throughout the watcher's window (5 s, one trace step) after the eviction: if it would have
   fallen under on its own within that window, the eviction is false. Other pods that left or
   came to that node in the window stay as they were;
 - each node's CPU every 2 s and where evictions happened, for the heatmap (`plot`).
@@ -29,29 +28,26 @@ from typing import Any
 
 from kubernetes import client
 
+from bench.harness import timescale
 from bench.rebalance import run as rb
-from sandbox.cluster.kube_scheduler import start_kube_scheduler
 from sandbox.cluster.namespaces import ensure_namespace
 from sandbox.cluster.nodes import NodeSpec
 from sandbox.load.simulator import SimulatorConfig
 from sandbox.load.trace import Trace
 from sandbox.load.trace_player import (
-    STEPS_PER_DAY,
     PlayerConfig,
     TracePlayer,
     day_start,
     select,
     workload_name,
 )
-from sandbox.peers.trimaran import stop_scheduler
 
 FILL = 0.9  # of the pool's CPU, in scaled requests
-PLAYER = PlayerConfig()
-REPLAY_SECONDS = STEPS_PER_DAY * PLAYER.step_seconds  # one day
-WINDOW = float(rb.WATCHER_ENV["BALLAST_WINDOW"])  # the false-eviction horizon
-# Pools kube-scheduler places (replacements included) instead of Ballast's scheduler: the
-# descheduler runs beside kube-scheduler, as upstream's pair does.
-KUBE_SCHEDULER_POOLS = ("descheduler",)
+# One trace step every STEP_WALL s, every contender's timing scaled to it (docs/trace.md).
+PLAYER = PlayerConfig(step_seconds=timescale.STEP_WALL)
+TIMING = timescale.trace_timing()
+RAMP = timescale.setting("simulated pods", "ramp to their use after start").wall
+WINDOW = float(TIMING.watcher_env["BALLAST_WINDOW"])  # the false-eviction horizon
 HEATMAP_EVERY = 2.0  # seconds between the heatmap's columns
 
 
@@ -64,8 +60,6 @@ def deployment(vm: str, replicas: int, contender: str, player: TracePlayer) -> d
     spec.update(replicas=replicas, selector={"matchLabels": {"app": name}})
     spec["template"]["metadata"]["labels"] = {"app": name}
     spec["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = str(memory)
-    if contender in KUBE_SCHEDULER_POOLS:
-        spec["template"]["spec"]["schedulerName"] = "default-scheduler"
     return body
 
 
@@ -117,7 +111,7 @@ def run_one(
     background = [rng.uniform(*rb.BACKGROUND) for _ in range(rb.NODES)]
     config = SimulatorConfig(
         seed=seed,
-        ramp_seconds=rb.RAMP_SECONDS,
+        ramp_seconds=RAMP,
         background={rb.node_name(c, i): (background[i], 20.0)
                     for c in contenders for i in range(rb.NODES)},
         trace=player,
@@ -128,7 +122,7 @@ def run_one(
         for c in contenders
         for i in range(rb.NODES)
     ]  # fmt: skip
-    services = rb.Services(f"ballast-rebalance-trace-{seed}-", specs, config)
+    services = rb.Services(f"ballast-rebalance-trace-{seed}-", specs, config, timing=TIMING)
     recorder = None
     ok = False
     try:
@@ -147,14 +141,9 @@ def run_one(
                 apps.create_namespaced_deployment(ns, body, _request_timeout=rb.T)
                 policy.create_namespaced_pod_disruption_budget(ns, pdb(vm), _request_timeout=rb.T)
 
-        # The reference placement is Ballast's scheduler's: a kube-scheduler pool copies it too
-        # (kube-scheduler starts after the copy, for its pool's replacements), unless it is alone.
-        order = sorted(contenders, key=lambda c: c in KUBE_SCHEDULER_POOLS)
-        if order[0] in KUBE_SCHEDULER_POOLS:
-            start_kube_scheduler(services.plane)
-        rb.place_paired(services, watcher_url, order, create_pool, recorder.replicas)
-        if order[0] not in KUBE_SCHEDULER_POOLS and any(c in KUBE_SCHEDULER_POOLS for c in order):
-            start_kube_scheduler(services.plane)
+        # Ballast's scheduler places the reference pool and every pool's replacements (the
+        # descheduler's too: one scheduler, so what differs between pools is the rebalancer).
+        rb.place_paired(services, watcher_url, contenders, create_pool, recorder.replicas)
         pods = sum(n for _, n in chosen)
         deadline = time.monotonic() + rb.PLACE_TIMEOUT
         while time.monotonic() < deadline and any(recorder.lost(c) for c in contenders):
@@ -163,7 +152,7 @@ def run_one(
         time.sleep(scenario.settle)
         say(f"  stack up, {len(chosen)} workloads ({pods} pods a pool, pending {pending}) "
             f"placed and settled in {time.monotonic() - started:.0f} s")  # fmt: skip
-        rb.start_rebalancers(services.plane, prom, watcher_url, services.work, contenders)
+        services.start_rebalancers(contenders)
         recorder.measuring = True
         change = time.time()
         player.start(change)
@@ -199,7 +188,6 @@ def run_one(
     finally:
         if recorder is not None:
             recorder.stop()
-        stop_scheduler(services.plane, "kube-scheduler")
         services.close(ok, say)
 
 
@@ -279,4 +267,7 @@ def setup(trace: Trace) -> dict[str, Any]:
         "compression": PLAYER.compression,
         "noise": PLAYER.noise,
         "false_eviction_window_seconds": WINDOW,
+        "timing": TIMING.record(),
+        "settings_in_trace_time": timescale.record(),
+        "replacements_placed_by": "Ballast's scheduler, in every pool",
     }

@@ -39,7 +39,6 @@ import os
 import platform
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -49,7 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import requests
-import yaml
 
 from bench.harness.common import (
     RESULTS_DIR,
@@ -65,6 +63,7 @@ from sandbox.cluster import versions
 from sandbox.load.exporter import SyntheticExporter
 from sandbox.peers import loadwatcher
 from tests.fixtures import victoriametrics
+from tests.fixtures.loadwatcher import LOAD_WATCHER_RULES, LoadWatcher, RulesPrometheus
 from tests.fixtures.ports import wait_for
 from tests.fixtures.prometheus import PrometheusServer
 from tests.fixtures.redis import RedisServer
@@ -358,59 +357,6 @@ def run(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# kube-prometheus-style node rules under the names load-watcher queries (it averages them over
-# its 15/10/5-minute windows); Ballast's `load-watcher` preset reads the same two series.
-LOAD_WATCHER_RULES = {
-    "instance:node_cpu:ratio": (
-        '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[1m]))'
-    ),
-    "instance:node_memory_utilisation:ratio": (
-        "1 - sum by (instance) (node_memory_MemAvailable_bytes)"
-        " / sum by (instance) (node_memory_MemTotal_bytes)"
-    ),
-}
-
-
-class RulesPrometheus(PrometheusServer):
-    """The fixture's Prometheus, evaluating LOAD_WATCHER_RULES at its scrape interval."""
-
-    def _write_config(self) -> Path:
-        path = super()._write_config()
-        rules = self.workdir / "rules.yml"
-        group = [{"record": name, "expr": expr} for name, expr in LOAD_WATCHER_RULES.items()]
-        rules.write_text(yaml.safe_dump({"groups": [{"name": "load-watcher", "rules": group}]}))
-        config = yaml.safe_load(path.read_text()) | {"rule_files": [str(rules)]}
-        path.write_text(yaml.safe_dump(config))
-        return path
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-def start_load_watcher(workdir: Path, prom_url: str) -> subprocess.Popen[bytes]:
-    """load-watcher on :2020 (its hard-coded port), reading Prometheus at prom_url."""
-    if not _port_free(loadwatcher.PORT):
-        # load-watcher only logs a failed listen and keeps running: fail here, not on a
-        # benchmark of whatever else answers on that port.
-        raise RuntimeError(f"port {loadwatcher.PORT} is taken; load-watcher cannot listen on it")
-    env = dict(os.environ) | {
-        "METRICS_PROVIDER_NAME": "Prometheus",
-        "METRICS_PROVIDER_ADDRESS": prom_url,
-        "LOG_LEVEL": "warn",
-    }
-    workdir.mkdir(parents=True, exist_ok=True)
-    with open(workdir / "load-watcher.log", "wb") as log:
-        return subprocess.Popen(
-            [str(loadwatcher.binary())], stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-
-
 def node_values(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
     """node -> {"<type> <operator>": value} of a load-watcher-format /watcher answer."""
     return {
@@ -453,7 +399,7 @@ def run_vs_load_watcher(
     exporter = started_exporter(nodes, cpus, rng)
     redis = RedisServer(tmp / "redis").start()
     prom = RulesPrometheus(tmp / "prom", [exporter.target], scrape_interval="5s").start()
-    lw: subprocess.Popen[bytes] | None = None
+    lw: LoadWatcher | None = None
     ours: WatcherProcess | None = None
     try:
         print(f"waiting for the rules over {nodes} nodes x {cpus} CPUs ...", flush=True)
@@ -461,12 +407,12 @@ def run_vs_load_watcher(
             wait_for(lambda r=rule: series(prom.url, r) >= nodes, timeout=600, what=rule)
         # load-watcher fetches once before it listens, then once a minute: start it on
         # complete rules so its first answer has every node.
-        lw = start_load_watcher(tmp / "load-watcher", prom.url)
+        lw = LoadWatcher(tmp / "load-watcher", prom.url).start()
         lw_url = f"http://127.0.0.1:{loadwatcher.PORT}/watcher"
 
         def lw_nodes() -> bool:
-            if lw.poll() is not None:
-                raise RuntimeError(f"load-watcher exited {lw.returncode}: see {tmp}")
+            if (tail := lw.exited()) is not None:
+                raise RuntimeError(f"load-watcher exited: {tail}")
             resp = requests.get(lw_url, timeout=30)
             return resp.status_code == 200 and len(node_values(resp.json())) >= nodes
 
@@ -509,7 +455,7 @@ def run_vs_load_watcher(
             measured["ballast"].append(
                 load_test(ours.port, ["/watcher"], clients=clients, duration=duration)
             )
-        rss = {"ballast": rss_mb(ours.proc.pid), "load-watcher": rss_mb(lw.pid)}
+        rss = {"ballast": rss_mb(ours.proc.pid), "load-watcher": rss_mb(lw.proc.pid)}
         best = {k: max(v, key=lambda r: r["requests_per_s"]) for k, v in measured.items()}
         ratio = best["ballast"]["requests_per_s"] / best["load-watcher"]["requests_per_s"]
         prom_version = subprocess.run(
@@ -543,12 +489,7 @@ def run_vs_load_watcher(
         if ours is not None:
             ours.stop()
         if lw is not None:
-            lw.terminate()
-            try:
-                lw.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                lw.kill()
-                lw.wait(timeout=10)
+            lw.stop()
         prom.stop()
         redis.stop()
         exporter.stop()

@@ -121,9 +121,12 @@ class Stack:
         client.close()
         return f"redis://127.0.0.1:{port}/0"
 
-    def start_prometheus(self, target: str, scrape_interval: str = "1s") -> str:
+    def start_prometheus(
+        self, target: str, scrape_interval: str = "1s", rules: dict | None = None
+    ) -> str:
+        """Prometheus scraping `target`; `rules`, a rule file's document, evaluated as often."""
         port = self.ports["prometheus"] = processes.free_port()
-        config = {
+        config: dict = {
             "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
             "scrape_configs": [
                 {
@@ -135,6 +138,10 @@ class Stack:
                 }
             ],
         }
+        if rules is not None:
+            rule_file = self.dir / "rules.yml"
+            rule_file.write_text(yaml.safe_dump(rules))
+            config["rule_files"] = [str(rule_file)]
         path = self.dir / "prometheus.yml"
         path.write_text(yaml.safe_dump(config))
         argv = [

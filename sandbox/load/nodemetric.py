@@ -60,6 +60,9 @@ class NodeMetricConfig:
     report_seconds: float = 60.0
     aggregate_seconds: float = 300.0
     durations: tuple[float, ...] = (300.0,)
+    # As a koordlet that has run long before the benchmark: a node first seen gets its longest
+    # window of history at its first sample's load, and the first report goes out at once.
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         if self.report_seconds <= 0 or self.aggregate_seconds <= 0:
@@ -164,6 +167,11 @@ class Books:
     def add(self, sample: Tick) -> None:
         for name, (cpu, memory) in sample.node.items():
             system = sample.system[name]
+            if self.config.warm_start and name not in self._nodes:
+                span = int(self.config.history_seconds)
+                self._nodes[name] = deque(
+                    (sample.at - k, cpu, memory, *system) for k in range(span, 0, -1)
+                )
             self._nodes.setdefault(name, deque()).append((sample.at, cpu, memory, *system))
         for key, (node, cpu, memory) in sample.pods.items():
             self._pods.setdefault(key, deque()).append((sample.at, node, cpu, memory))
@@ -310,6 +318,8 @@ class NodeMetricWriter:
             pass
         for name in self._nodes():
             self._ensure(name)
+        if self.config.warm_start:
+            self.write()
         while not self._stop.wait(self.config.report_seconds):
             try:
                 self.write()

@@ -79,11 +79,15 @@ def workload_name(vm_id: str) -> str:
 STEPS_PER_DAY = 288
 
 
+def windows(trace: Trace) -> int:
+    """How many days a replay window can start on: every whole day but the first (day 0 is
+    what came before every window) and the last (a window must not run off the trace)."""
+    return max(1, trace.steps // STEPS_PER_DAY - 1)
+
+
 def day_start(trace: Trace, seed: int) -> int:
-    """The first step of the day a benchmark's seed replays: days 1, 2, ... in turn (day 0
-    is what came before every window)."""
-    days = max(1, trace.steps // STEPS_PER_DAY - 1)
-    return (1 + (seed - 1) % days) * STEPS_PER_DAY
+    """The first step of the day a benchmark's seed replays: days 1, 2, ... in turn."""
+    return (1 + (seed - 1) % windows(trace)) * STEPS_PER_DAY
 
 
 def select(

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 from scheduler.framework import CPU, NodeLoad
 
+PROVIDER_LAG = 15.0  # seconds a sample takes to reach the watcher
+MAX_AGE = 300.0  # seconds a bound pod counts on its node at most
+
 
 @dataclass
 class _Bound:
@@ -32,8 +35,8 @@ class _Bound:
 class RecentlyBound:
     def __init__(
         self,
-        provider_lag: float = 15.0,
-        max_age: float = 300.0,
+        provider_lag: float = PROVIDER_LAG,
+        max_age: float = MAX_AGE,
         prune_interval: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -70,10 +70,9 @@ def test_envelope_is_load_watchers_field_by_field(watcher):
                 assert 0.0 <= m["value"] <= 100.0
             assert m["type"] in wire.METRIC_TYPES and m["operator"] in wire.OPERATORS
             pairs.append((m["type"], m["operator"]))
+        # load-watcher's order from Prometheus: every metric's AVG, then every metric's STD.
         types = (wire.CPU, wire.MEMORY, wire.BANDWIDTH)
-        assert sorted(pairs) == sorted(
-            (t, op) for t in types for op in (wire.AVG, wire.STD, wire.LATEST)
-        )
+        assert pairs == [(t, op) for op in (wire.AVG, wire.STD) for t in types]
         names = {m["type"]: m["name"] for m in entry["metrics"]}
         assert names == {
             "CPU": "node_cpu_utilisation",
@@ -90,13 +89,28 @@ def test_host_query_and_unknown_host(watcher):
     memory = [
         m["value"]
         for m in doc["data"]["NodeMetricsMap"]["api-03"]["metrics"]
-        if m["type"] == "Memory" and m["operator"] == "Latest"
+        if m["type"] == "Memory" and m["operator"] == "AVG"
     ]
     assert abs(memory[0] - NODES["api-03"][1]) <= 2
     resp = watcher.get("/watcher?host=no-such-node")
     assert resp.status_code == 404
     assert resp.headers["Content-Type"].startswith("text/plain")
     assert watcher.get("/watcher/health").status_code == 200
+
+
+def test_ballasts_latest_only_when_asked(watcher):
+    doc = watcher.json("/watcher?host=api-03&operators=Latest,AVG")
+    metrics = doc["data"]["NodeMetricsMap"]["api-03"]["metrics"]
+    assert [(m["type"], m["operator"]) for m in metrics] == [
+        (t, op) for op in (wire.LATEST, wire.AVG) for t in (wire.CPU, wire.MEMORY, wire.BANDWIDTH)
+    ]
+    latest = {m["type"]: m["value"] for m in metrics if m["operator"] == wire.LATEST}
+    assert abs(latest["Memory"] - NODES["api-03"][1]) <= 2
+    everyone = watcher.json("/watcher?operators=AVG,STD,Latest")["data"]["NodeMetricsMap"]
+    assert all(len(everyone[n]["metrics"]) == 9 for n in NODES)
+    for bad in ("latest", "AVG,AVG", "AVG,"):
+        resp = watcher.get(f"/watcher?operators={bad}")
+        assert resp.status_code == 400 and "operators" in resp.json()["error"], bad
 
 
 def test_api_v1_node_has_every_statistic_and_staleness(watcher):

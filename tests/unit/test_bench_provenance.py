@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
-from bench.harness import provenance
+from bench.harness import provenance, runguard
 from sandbox.cluster import versions
 
 
@@ -154,9 +155,7 @@ def test_results_cited_from_history_are_in_that_commit() -> None:
 
 
 def test_command_keeps_the_module_form(monkeypatch) -> None:
-    monkeypatch.setattr(
-        provenance.sys, "orig_argv", ["/usr/bin/python3", "-m", "bench.x", "--quick"]
-    )
+    monkeypatch.setattr(sys, "orig_argv", ["/usr/bin/python3", "-m", "bench.x", "--quick"])
     assert provenance.stamp()["command"].endswith("-m bench.x --quick")
 
 
@@ -176,3 +175,16 @@ def test_a_rewritten_result_does_not_make_the_tree_dirty(tmp_path: Path, monkeyp
     assert provenance.stamp(["x"])["dirty"] is False
     (tmp_path / "code.py").write_text("A = 2\n")
     assert provenance.stamp(["x"])["dirty"] is True
+
+
+def test_a_run_stamps_the_commit_it_started_from(tmp_path: Path) -> None:
+    run = runguard.begin(allow_dirty=True, argv=["python", "-m", "bench.x"],
+                         lock_path=tmp_path / "bench.lock")  # fmt: skip
+    try:
+        block = provenance.stamp()
+    finally:
+        runguard.finish()
+    assert block["commit"] == run.commit and block["dirty"] == run.dirty
+    assert block["run"]["allow_dirty"] is True and block["run"]["started"] == run.started
+    assert block["run"]["load_average"]["samples"] >= 1
+    assert "run" not in provenance.stamp(["x"])  # no run begun: the stamp of the moment

@@ -130,3 +130,18 @@ def test_spec_says_the_report_interval_and_durations():
 def test_bad_config_is_refused(kwargs):
     with pytest.raises(ValueError, match="must be > 0"):
         NodeMetricConfig(**kwargs)
+
+
+def test_a_warm_start_reports_history_from_the_first_sample():
+    """koordlet runs long before a benchmark: with warm_start its windows are full at once, so
+    Koordinator on its default 5-minute aggregates needs no cold start in a short scenario."""
+    config = NodeMetricConfig(warm_start=True)  # koordlet's 60 s, 300 s, 5-minute aggregates
+    books = Books(config)
+    feed(books, range(0, 1))
+    status = books.status("a", 0.5)["nodeMetric"]
+    (aggregated,) = status["aggregatedNodeUsages"]
+    assert aggregated["duration"] == "300s"
+    assert cpu_m(aggregated["usage"]["p95"]) == cpu_m(status["nodeUsage"]) == 1400
+    cold = Books(NodeMetricConfig())
+    feed(cold, range(0, 1))
+    assert "aggregatedNodeUsages" not in cold.status("a", 0.5)["nodeMetric"]

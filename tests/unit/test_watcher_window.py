@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from shared import wire
 from watcher import snapshot
 from watcher.config import load
 from watcher.errors import StoreError
@@ -97,10 +98,40 @@ def test_envelope_leaves_out_expired_metrics_and_unknown_hosts():
     assert view.envelope(t0 + 401, host="ghost") is None
     assert view.expired_count(t0 + 401) == 2  # cpu and memory of "gone"
     metrics = view.envelope(t0 + 401, host="here")["data"]["NodeMetricsMap"]["here"]["metrics"]
-    assert [(m["type"], m["operator"]) for m in metrics] == [
-        ("CPU", "AVG"), ("CPU", "STD"), ("CPU", "Latest"),
-        ("Memory", "AVG"), ("Memory", "STD"), ("Memory", "Latest"),
+    # paypal/load-watcher v0.2.4 from Prometheus: every metric's avg_over_time, then every
+    # metric's stddev_over_time; no Latest, which Trimaran would read in place of AVG.
+    assert [(m["name"], m["type"], m["operator"]) for m in metrics] == [
+        ("node_cpu_utilisation", "CPU", "AVG"), ("node_memory_utilisation", "Memory", "AVG"),
+        ("node_cpu_utilisation", "CPU", "STD"), ("node_memory_utilisation", "Memory", "STD"),
     ]  # fmt: skip
+    assert {m["rollup"] for m in metrics} == {"5m"}
+
+
+def test_envelope_operators_on_request_and_by_source():
+    t0 = 3_000_000.0
+    view = build_view(t0 + 2, [frame(t0, {"n": 10.0}), frame(t0 + 2, {"n": 30.0})])
+
+    def answer(operators=None):
+        metrics = view.envelope(t0 + 3, operators=operators)["data"]["NodeMetricsMap"]["n"]
+        return [(m["type"], m["operator"], m["value"]) for m in metrics["metrics"]]
+
+    asked = answer(wire.parse_operators("Latest,AVG"))
+    assert asked == [("CPU", "Latest", 30.0), ("Memory", "Latest", 30.0),
+                     ("CPU", "AVG", 20.0), ("Memory", "AVG", 20.0)]  # fmt: skip
+    assert [op for _, op, _ in answer()] == ["AVG", "AVG", "STD", "STD"]
+    # From metrics-server load-watcher answers CPU then Memory as Latest, unnamed, no rollup.
+    view.doc["source"] = wire.METRICS_SERVER
+    env = view.envelope(t0 + 3)
+    assert env["data"]["NodeMetricsMap"]["n"]["metrics"] == [
+        {"name": "", "type": "CPU", "operator": "Latest", "rollup": "", "value": 30.0},
+        {"name": "", "type": "Memory", "operator": "Latest", "rollup": "", "value": 30.0},
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "avg", "AVG,", "AVG,AVG", "AVG, STD", "Unknown"])
+def test_unknown_or_repeated_operators_are_refused(text):
+    with pytest.raises(wire.WireFormatError, match="operators"):
+        wire.parse_operators(text)
 
 
 @pytest.mark.parametrize("seconds,name", [(300, "5m"), (900, "15m"), (90, "90s"), (3600, "1h")])
