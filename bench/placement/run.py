@@ -56,6 +56,7 @@ from sandbox.peers.trimaran import (
     start_trimaran,
     stop_scheduler,
 )
+from scheduler.plugins.peak_fit import NAME as PEAK_FIT
 from tests.fixtures.loadwatcher import LoadWatcher
 
 RESULTS = RESULTS_DIR
@@ -129,6 +130,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
     "ballast-lvrb-threshold": ("ballast-lvrb", {}),
     AA: ("ballast-lvrb", {}),
+    # The peak model (PeakFit, its defaults) in place of LoadVariationRiskBalancing. A variant
+    # until the watcher's hourly maxima are scaled to trace time: replayed fast, its "last day"
+    # covers the whole run, a longer look-back than deployed (docs/peak-model.md).
+    "ballast-peak": ("ballast-lvrb", {}),
 }
 EXTRA_FILTERS = {"ballast-lvrb-threshold": "LoadThreshold"}
 DESCRIPTIONS = {
@@ -145,6 +150,7 @@ DESCRIPTIONS = {
     "ballast-lvrb-threshold": "Ballast LoadVariationRiskBalancing with the LoadThreshold filter "
     "(80 % CPU, the pod counted)",
     AA: CONTENDERS[AA],
+    "ballast-peak": "Ballast PeakFit (the peak model, its defaults; history not in trace time)",
 }
 # What the verdicts (bench.verdict: ahead, tie or behind, against the A/A spread) compare in the
 # synthetic scenarios; lower is better for each.
@@ -473,9 +479,10 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
             "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
         }
     if base == "ballast-lvrb":
+        score = PEAK_FIT if contender == "ballast-peak" else LOAD_VARIATION_RISK_BALANCING
         profile["plugins"] = {
             "score": {
-                "enabled": [{"name": LOAD_VARIATION_RISK_BALANCING}],
+                "enabled": [{"name": score}],
                 "disabled": [{"name": TARGET_LOAD_PACKING}],
             }
         }

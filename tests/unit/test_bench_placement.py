@@ -111,3 +111,12 @@ def test_summary_and_goals_use_medians():
     assert met["ballast-tlp: lower std of node CPU than trimaran-tlp"] is True
     assert met["ballast-lvrb: all bound within kube-scheduler + 10 %"] is False
     assert met["ballast-tlp: no more pending than kube-scheduler"] is True
+
+
+def test_the_peak_contender_scores_with_peak_fit_alone_and_runs_only_when_named():
+    profile = pl._ballast_config("ballast-peak", "http://watcher")["profiles"][0]
+    assert profile["plugins"]["score"]["enabled"] == [{"name": "PeakFit"}]
+    assert {"name": "TargetLoadPacking"} in profile["plugins"]["score"]["disabled"]
+    lvrb = pl._ballast_config("ballast-lvrb", "http://watcher")["profiles"][0]
+    assert lvrb["plugins"]["score"]["enabled"] == [{"name": "LoadVariationRiskBalancing"}]
+    assert "ballast-peak" not in pl.CONTENDERS and "ballast-peak" in pl.DESCRIPTIONS
