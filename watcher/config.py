@@ -138,6 +138,7 @@ class Config:
     profile_window: float = defaults.PROFILE_WINDOW
     max_profiles: int = defaults.MAX_PROFILES
     pod_history_half_life: float = defaults.POD_HISTORY_HALF_LIFE
+    peak_bucket_seconds: float = defaults.PEAK_BUCKET_SECONDS
     # GPUs from dcgm-exporter (watcher/gpus.py); Prometheus provider only.
     gpu_metrics: bool = defaults.GPU_METRICS
     gpu_node_label: str = defaults.GPU_NODE_LABEL
@@ -240,6 +241,7 @@ class Config:
             "profile_window",
             "max_profiles",
             "pod_history_half_life",
+            "peak_bucket_seconds",
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

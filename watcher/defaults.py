@@ -45,6 +45,9 @@ MAX_PROFILES = 100_000  # workload revisions kept (the least recently seen go fi
 # as much every this many seconds (12 h: a sample a day old still weighs a quarter; the offline
 # peak study found a day's history of each pod's own use safest, docs/peak-model.md).
 POD_HISTORY_HALF_LIFE = 43_200.0
+# The peak model's maxima (watcher/podstats.py, watcher/nodepeaks.py) are kept one per bucket of
+# this many seconds, 24 buckets per pod and 72 per node: an hour each, a day and three days.
+PEAK_BUCKET_SECONDS = 3600.0
 
 # GPUs from NVIDIA's dcgm-exporter (watcher/gpus.py, docs/gpu.md): its metric names, one series
 # per device whatever pods share it. `$label` is gpu_node_label, the label naming the node. A

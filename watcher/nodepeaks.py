@@ -1,25 +1,29 @@
-"""Each node's most used CPU and memory over the last 72 hours, for the scheduler's peak model
-(docs/peak-model.md): the node term of the offline study's best predictor.
+"""Each node's most used CPU and memory over the last 72 buckets (hours by default:
+peak_bucket_seconds), for the scheduler's peak model (docs/peak-model.md): the node term of the
+offline study's best predictor.
 
-Per node and metric, the maximum of each hour, in 72 slots (slot = hour % 72) stamped with the
-hour they hold, so an older slot is told apart without a sweep: 72 x (4 + 2) bytes per node and
-metric. Fed every frame the poller adds; a poller taking over starts it again from the frames
-it reloads (the store keeps only the window's), so for 3 days after a takeover the figure is
-the max since then: lower, never wrong in the other direction than the window's own max.
+Per node and metric, the maximum of each bucket, in 72 slots (slot = bucket % 72) stamped with
+the bucket they hold, so an older slot is told apart without a sweep: 72 x (4 + 2) bytes per
+node and metric. Fed every frame the poller adds; a poller taking over starts it again from
+the frames it reloads (the store keeps only the window's), so for 72 buckets after a takeover
+the figure is the max since then: lower, never wrong in the other direction than the window's
+own max.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from watcher.defaults import PEAK_BUCKET_SECONDS
 from watcher.window import Frame
 
-HOUR, HOURS = 3600.0, 72
+HOURS = 72  # buckets: three days of hours by default
 KEYS = ("cpu", "memory")
 
 
 class NodePeaks:
-    def __init__(self) -> None:
+    def __init__(self, bucket: float = PEAK_BUCKET_SECONDS) -> None:
+        self.bucket = bucket  # seconds per slot
         self.rows: dict[str, int] = {}
         self.hourly = np.full((0, len(KEYS), HOURS), -1.0, dtype=np.float32)
         self.hour_of = np.zeros((0, HOURS), dtype=np.uint16)
@@ -41,7 +45,7 @@ class NodePeaks:
         if not frame.nodes:
             return
         idx = self._index(frame.nodes)
-        hour = int(frame.time // HOUR)
+        hour = int(frame.time // self.bucket)
         slot = hour % HOURS
         stamp = np.uint16(hour % 65536)
         stale = self.hour_of[idx, slot] != stamp
@@ -56,7 +60,7 @@ class NodePeaks:
             self.hourly[rows, k, slot] = np.maximum(self.hourly[rows, k, slot], values[seen])
 
     def peaks(self, key: str, nodes: list[str], now: float) -> np.ndarray:
-        """The most each node used of `key` ("cpu", "memory") over the last 72 hours, in the
+        """The most each node used of `key` ("cpu", "memory") over the last 72 buckets, in the
         frames' unit (percent); NaN for a node or metric never seen."""
         out = np.full(len(nodes), np.nan)
         if key not in KEYS:
@@ -66,7 +70,7 @@ class NodePeaks:
         if not known:
             return out
         idx = np.array([self.rows[nodes[i]] for i in known], dtype=np.int64)
-        age = (np.uint16(int(now // HOUR) % 65536) - self.hour_of[idx]).astype(np.uint16)
+        age = (np.uint16(int(now // self.bucket) % 65536) - self.hour_of[idx]).astype(np.uint16)
         best = np.where(age < HOURS, self.hourly[idx, k, :], -1.0).max(axis=1)
         out[known] = np.where(best >= 0, best, np.nan)
         return out

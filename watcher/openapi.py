@@ -50,7 +50,11 @@ METRIC_STATS = {
         "type": {"type": "string"},
         "unit": {"type": "string"},
         **{k: NUMBER for k in ("avg", "std", "min", "max", "p95", "latest", "first", "last")},
-        "peak": {**NUMBER, "description": "the most used over the last 72 hours (peak model)"},
+        "peak": {
+            **NUMBER,
+            "description": "the most used over the last 72 peak buckets (hours by default; "
+            "peak model)",
+        },
         **{k: NUMBER for k in ("horizon", "expiry", "age")},
         "count": {"type": "integer", "minimum": 0},
         "state": STATE,
@@ -208,7 +212,7 @@ POD_FIGURES = {
             "type": "object",
             "description": "over a history whose samples' weight halves every `halfLife` "
             "seconds; `weight` is the samples' total weight now, `max` the most the pod used "
-            "in the last 24 hours",
+            "in the last 24 buckets of `peakBucket` seconds (24 hours by default)",
             "properties": {
                 f: _COLUMN for f in ("weight", "mean", "std", "p90", "p95", "p99", "max")
             },
@@ -224,6 +228,7 @@ POD_STATS_DOC = {
         "window": NUMBER,
         "windowSamples": {"type": "integer"},
         "halfLife": NUMBER,
+        "peakBucket": {**NUMBER, "description": "seconds per bucket of the history's maxima"},
         "lastPoll": LAST_POLL,
         "pods": {"type": "array", "items": {"type": "string"}, "description": "namespace/pod"},
         "workloads": {

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from shared.workloads import Workload
+from watcher.defaults import PEAK_BUCKET_SECONDS
 from watcher.owners import PodOwners
 from watcher.podstats import PodStats
 from watcher.podusage import PodSource
@@ -37,13 +38,16 @@ class PodPoller:
         max_profiles: int,
         node_window: float | None = None,
         half_life: float | None = None,
+        bucket: float = PEAK_BUCKET_SECONDS,
     ) -> None:
         self.source = source
         self.owners = owners
         self.store = store
         self.book = ProfileBook(window, poll_interval, max_profiles=max_profiles)
         # Per pod: the node window's samples and a decaying history (watcher/podstats.py).
-        self.stats = PodStats(node_window or window, poll_interval, half_life or window)
+        self.stats = PodStats(
+            node_window or window, poll_interval, half_life or window, bucket=bucket
+        )
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.pods = 0  # pods with usage in the last poll

@@ -8,7 +8,8 @@ Per pod and resource (CPU millicores, memory bytes):
   log-spaced buckets (three per octave: a bucket is 26 % wide, a percentile read from it is
   within about 13 % of the sample's), every sample's weight halving every `half_life` seconds:
   mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds; and the
-  most the pod used in the last 24 hours (from its maximum per hour).
+  most the pod used in the last 24 buckets of `bucket` seconds (peak_bucket_seconds: an hour,
+  so the last day, by default), from its maximum per bucket.
 
 Everything lives in numpy arrays with one row per pod, so a poll of 50,000 pods is a handful of
 array operations, and memory is a fixed number of bytes per pod (docs/peak-model.md states it). A
@@ -25,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from watcher.defaults import PEAK_BUCKET_SECONDS
+
 PodKey = tuple[str, str]  # (namespace, pod)
 RESOURCES = ("cpu", "memory")
 BASES = (1.0, float(2**20))  # a millicore, a mebibyte: the first bucket's upper edge
@@ -36,7 +39,9 @@ WINDOW_FIELDS = ("samples", "mean", "std", "p90", "p95", "p99", "max")
 HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 DIGITS = (1, 0)  # CPU to a tenth of a millicore, memory to a byte
 COLUMNS = ("pods", "workloads", "last", "samples", *RESOURCES)  # per-pod parts of the doc
-HOUR, HOURS = 3600.0, 24  # the history's max: the most a pod used in each of the last 24 hours
+# The history's max: the most a pod used in each of the last 24 buckets (hours by default).
+# The arrays keep their names `hourly` and `hour_of` for the default bucket.
+HOURS = 24
 ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes", "hourly", "hour_of")
 
 
@@ -108,10 +113,16 @@ class PodStats:
     """Every pod's rows; fed once per poll by the pod poller."""
 
     def __init__(
-        self, window: float, poll_interval: float, half_life: float, max_pods: int = 200_000
+        self,
+        window: float,
+        poll_interval: float,
+        half_life: float,
+        max_pods: int = 200_000,
+        bucket: float = PEAK_BUCKET_SECONDS,
     ) -> None:
         self.window = window
         self.half_life = max(half_life, 1.0)
+        self.bucket = bucket  # seconds per slot of the maxima
         self.k = max(2, min(MAX_WINDOW_SAMPLES, math.ceil(window / max(poll_interval, 0.001))))
         self.max_pods = max_pods
         self.slots: dict[PodKey, int] = {}
@@ -130,8 +141,8 @@ class PodStats:
         # The least and the most a pod ever used: a percentile read from a bucket is clamped
         # to them, so a steady pod reads exactly its use, not its bucket's middle.
         self.extremes = np.zeros((rows, r, 2), dtype=np.float32)
-        # The most used in each hour, slot = hour % HOURS, stamped with the hour (mod 2^16) it
-        # holds, so a slot from an older day is told apart without clearing it.
+        # The most used in each bucket, slot = bucket % HOURS, stamped with the bucket (mod 2^16)
+        # it holds, so a slot from an older round is told apart without clearing it.
         self.hourly = np.zeros((rows, r, HOURS), dtype=np.float32)
         self.hour_of = np.zeros((rows, HOURS), dtype=np.uint16)
         self.workloads = [None] * rows
@@ -199,7 +210,7 @@ class PodStats:
             self.sums[idx, r, 2] += values[:, r] ** 2
             self.extremes[idx, r, 0] = np.minimum(self.extremes[idx, r, 0], values[:, r])
             self.extremes[idx, r, 1] = np.maximum(self.extremes[idx, r, 1], values[:, r])
-        hour = int(at // HOUR)
+        hour = int(at // self.bucket)
         slot = hour % HOURS
         stale = self.hour_of[idx, slot] != np.uint16(hour % 65536)
         self.hourly[idx[stale], :, slot] = -1.0
@@ -235,6 +246,7 @@ class PodStats:
             "window": self.window,
             "windowSamples": self.k,
             "halfLife": self.half_life,
+            "peakBucket": self.bucket,
             "pods": [f"{namespace}/{name}" for namespace, name in keys],
             "workloads": [self.workloads[s] for s in idx.tolist()],
             "last": self.last[idx].round(3).tolist(),
@@ -261,8 +273,8 @@ class PodStats:
         return out
 
     def _day_max(self, idx: np.ndarray, r: int, now: float) -> np.ndarray:
-        """The most each pod used over the last HOURS hours (0 for none)."""
-        hour = int(now // HOUR)
+        """The most each pod used over the last HOURS buckets (0 for none)."""
+        hour = int(now // self.bucket)
         age = (np.uint16(hour % 65536) - self.hour_of[idx]).astype(np.uint16)
         recent = age < HOURS
         return np.where(recent, self.hourly[idx, r, :], -1.0).max(axis=1).clip(min=0.0)
@@ -285,22 +297,28 @@ class PodStats:
             extremes=self.extremes[idx],
             hourly=self.hourly[idx],
             hour_of=self.hour_of[idx],
+            bucket=np.array([self.bucket]),
         )
         return buf.getvalue()
 
     def load(self, blob: bytes) -> None:
         """Rows from `encode`; a blob of another shape (another version, another window) is
-        ignored and the rows refill."""
+        ignored and the rows refill. Maxima kept per bucket of another length (the setting
+        changed) are dropped and refill: their slots count other spans of time."""
         try:
             with np.load(io.BytesIO(blob)) as z:
                 names = json.loads(z["names"].tobytes())
                 parts = {k: z[k] for k in ROWS}
-        except (ValueError, KeyError, OSError):
+                # A blob from before the setting was kept hours.
+                bucket = float(z["bucket"][0]) if "bucket" in z.files else 3600.0
+        except (ValueError, KeyError, IndexError, OSError):
             return
         if parts["ring"].shape[1:] != (len(RESOURCES), self.k) or len(names) != len(parts["last"]):
             return
         if parts["hist"].shape[1:] != (len(RESOURCES), BUCKETS):
             return
+        if bucket != self.bucket:
+            del parts["hourly"], parts["hour_of"]  # as _slot leaves them: no bucket yet
         for i, (namespace, pod, workload) in enumerate(names):
             slot = self._slot((namespace, pod))
             for name, values in parts.items():

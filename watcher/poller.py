@@ -60,7 +60,8 @@ class Poller:
         self.holder = holder
         self.specs = config.metric_specs()
         self.window = Window(config.window)
-        self.peaks = NodePeaks()  # each node's 72-hour max, for the peak model
+        # Each node's max over its last 72 buckets (3 days by default), for the peak model.
+        self.peaks = NodePeaks(config.peak_bucket_seconds)
         self.leading = False
         self.seq = 0
         self.last_poll: dict[str, Any] = {"time": None, "ok": False, "error": "no poll yet"}

@@ -109,6 +109,7 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
         config.max_profiles,
         node_window=config.window,
         half_life=config.pod_history_half_life,
+        bucket=config.peak_bucket_seconds,
     )
 
 

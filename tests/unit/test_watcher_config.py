@@ -84,6 +84,7 @@ def test_token_file(tmp_path):
         ({}, "prometheus_url is required"),
         ({**URL, "BALLAST_POLL_INTERVAL": "soon"}, "poll_interval: cannot use 'soon'"),
         ({**URL, "BALLAST_POLL_INTERVAL": "0"}, "poll_interval must be > 0"),
+        ({**URL, "BALLAST_PEAK_BUCKET_SECONDS": "-60"}, "peak_bucket_seconds must be > 0"),
         ({**URL, "BALLAST_PROVIDER": "datadog"}, "provider must be one of"),
         ({**URL, "BALLAST_QUERY_PRESET": "x"}, "query_preset must be one of"),
         ({**URL, "BALLAST_LISTEN": "nowhere"}, "listen must be HOST:PORT"),

@@ -33,6 +33,24 @@ def test_the_most_of_the_last_72_hours():
     assert math.isnan(peaks.peaks("net_rx", ["a"], t0)[0])
 
 
+def test_the_bucket_is_a_setting_and_the_look_back_is_72_of_them():
+    peaks, minute = NodePeaks(bucket=60.0), 60.0  # an hour replayed at 60x
+    t0 = 1000 * minute
+    peaks.add(frame(t0 + 1, {"a": 90.0}))
+    peaks.add(frame(t0 + 71 * minute, {"a": 40.0}))
+    assert peaks.peaks("cpu", ["a"], t0 + 71 * minute).tolist() == [90.0]
+    peaks.add(frame(t0 + 72 * minute + 1, {"a": 10.0}))  # the first bucket's slot, reused
+    assert peaks.peaks("cpu", ["a"], t0 + 72 * minute + 1).tolist() == [40.0]
+
+
+def test_the_poller_keeps_node_peaks_per_configured_bucket():
+    from watcher.poller import Poller
+
+    config = Config(prometheus_url="http://p", peak_bucket_seconds=60.0)
+    poller = Poller(config, provider=None, store=None, namer=None, holder="h")
+    assert poller.peaks.bucket == 60.0
+
+
 def test_a_missing_sample_is_no_zero():
     peaks = NodePeaks()
     f = frame(HOUR, {"a": 50.0, "b": 60.0})

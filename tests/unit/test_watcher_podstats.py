@@ -79,6 +79,39 @@ def test_the_history_max_is_the_last_days():
     assert column(stats.doc(t0 + 29 * hour + 10), A, "cpu", "history", "max") == 100.0
 
 
+def test_the_bucket_is_a_setting_and_the_look_back_is_24_of_them():
+    stats = PodStats(window=5, poll_interval=1, half_life=720, bucket=60.0)  # an hour at 60x
+    t0 = 1000 * 60.0
+    stats.add(t0 + 1, {A: (900.0, 1e6)})
+    stats.add(t0 + 23 * 60 + 50, {A: (100.0, 1e6)})  # the 24th bucket: the first still counts
+    assert column(stats.doc(t0 + 23 * 60 + 50), A, "cpu", "history", "max") == 900.0
+    stats.add(t0 + 24 * 60 + 1, {A: (100.0, 1e6)})  # the 25th takes the first one's slot
+    doc = stats.doc(t0 + 24 * 60 + 1)
+    assert column(doc, A, "cpu", "history", "max") == 100.0 and doc["peakBucket"] == 60.0
+
+
+def test_a_reload_with_another_bucket_length_drops_the_maxima_alone():
+    hourly = PodStats(window=300, poll_interval=15, half_life=3600)
+    for i in range(25):
+        hourly.add(15.0 * i, {A: (10.0 * i + 5, 1e6)})
+    blob = hourly.encode()
+    # Hour 0's slot read as minute 0's would still count at minute 6: the maxima are dropped.
+    minutes = PodStats(window=300, poll_interval=15, half_life=3600, bucket=60.0)
+    minutes.load(blob)
+    now = 15.0 * 24
+    doc, before = minutes.doc(now), hourly.doc(now)
+    assert column(doc, A, "cpu", "history", "max") == 0.0  # dropped: no bucket yet
+    for field in ("mean", "std", "p95", "weight"):  # the rest is kept
+        assert column(doc, A, "cpu", "history", field) == column(before, A, "cpu", "history", field)
+    assert column(doc, A, "cpu", "window", "max") == 245.0
+    minutes.add(now + 15, {A: (30.0, 1e6)})
+    assert column(minutes.doc(now + 15), A, "cpu", "history", "max") == 30.0
+    # the same bucket length keeps them
+    again = PodStats(window=300, poll_interval=15, half_life=3600)
+    again.load(blob)
+    assert column(again.doc(now), A, "cpu", "history", "max") == 245.0
+
+
 def test_gone_pods_are_forgotten_and_rows_reused():
     stats = PodStats(window=300, poll_interval=15, half_life=3600)
     stats.add(0.0, {A: (1.0, 1.0), B: (2.0, 2.0)})
