@@ -93,6 +93,19 @@ def register(subparsers: Any) -> None:
         default=recent.MAX_AGE,
         help="seconds a bound pod counts on its node at most (default %(default)s)",
     )
+    p.add_argument(
+        "--pod-usage-interval",
+        type=float,
+        default=0.0,
+        help="seconds between fetches of the watcher's per-pod statistics, for PeakFit "
+        "(default 0: six --watcher-interval, 30 s)",
+    )
+    p.add_argument(
+        "--pod-usage-max-age",
+        type=float,
+        default=600.0,
+        help="seconds the per-pod statistics are used without a refresh (default %(default)s)",
+    )
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
     p.set_defaults(func=run)
@@ -160,6 +173,10 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     if args.provider_lag < 0 or args.recent_max_age <= 0:
         print("ballast scheduler: --provider-lag >= 0 and --recent-max-age > 0", file=sys.stderr)
         return 2
+    if args.pod_usage_interval < 0 or args.pod_usage_max_age <= 0:
+        print("ballast scheduler: --pod-usage-interval >= 0 and --pod-usage-max-age > 0",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.decisions < 0 or args.decision_attempts < 1 or args.decision_top < 1:
         print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
               file=sys.stderr)  # fmt: skip
@@ -177,6 +194,8 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         watcher_interval=args.watcher_interval,
         provider_lag=args.provider_lag,
         recent_max_age=args.recent_max_age,
+        pod_usage_interval=args.pod_usage_interval,
+        pod_usage_max_age=args.pod_usage_max_age,
         identity=args.identity,
         extender_listen=args.extender_listen or None,
         extender_profile=args.extender_profile,

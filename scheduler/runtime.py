@@ -61,6 +61,10 @@ class RuntimeOptions:
     upstream_horizon: float = 120.0  # freshness of a plain load-watcher snapshot
     provider_lag: float = PROVIDER_LAG  # a sample reaches the watcher this long after
     recent_max_age: float = MAX_AGE  # a bound pod counts on its node at most this long
+    # The watcher's per-pod statistics (PeakFit): fetched every this many seconds (0: six watcher
+    # intervals, 30 s by default), dropped when not refreshed for `pod_usage_max_age`.
+    pod_usage_interval: float = 0.0
+    pod_usage_max_age: float = 600.0
     initial_backoff: float | None = None  # None: the config's podInitialBackoffSeconds
     max_backoff: float | None = None  # None: the config's podMaxBackoffSeconds
     unschedulable_flush: float = 60.0
@@ -185,11 +189,11 @@ class Runtime:
         # PeakFit sum every node's pods again (about 5 us a pod, docs/peak-model.md).
         self.pods_client = PodsClient(
             cfg.watcher_address if _reads(profiles, "reads_pod_usage") else None,
-            interval=6 * opts.watcher_interval,
+            interval=opts.pod_usage_interval or 6 * opts.watcher_interval,
             timeout=opts.watcher_timeout,
             idle=max(1.0, 2 * opts.watcher_interval),
             headers=BearerToken(cfg.watcher_token, cfg.watcher_token_file).headers,
-            max_age=600.0,
+            max_age=opts.pod_usage_max_age,
         )
         self.cycle.pod_usage = self.pods_client.pod_usage
         # Bindings first, events after: no event write while pods wait for a cycle or a bind.

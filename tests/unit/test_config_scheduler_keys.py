@@ -50,6 +50,18 @@ def test_backoff_settings_reach_the_queue():
     assert [q.backoff_for(n) for n in (1, 2, 3)] == [0.1, 0.2, 0.3]
 
 
+def test_the_pod_usage_fetch_settings_reach_its_client():
+    pods = runtime({}).pods_client
+    assert (pods.interval, pods.max_age) == (30.0, 600.0)  # six watcher intervals; ten minutes
+    pods = runtime({}, watcher_interval=1.0).pods_client
+    assert pods.interval == 6.0
+    # A replay in trace time sets them apart from the node fetches (bench.harness.timescale).
+    pods = runtime(
+        {}, watcher_interval=1.0, pod_usage_interval=1.0, pod_usage_max_age=10
+    ).pods_client
+    assert (pods.interval, pods.max_age) == (1.0, 10)
+
+
 def test_watcher_token_settings(tmp_path):
     cfg = parse_config({"watcherAddress": WATCHER, "watcherToken": " abc "})
     assert cfg.watcher_token == "abc"
