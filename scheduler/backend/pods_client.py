@@ -79,8 +79,9 @@ def parse_pods(doc: Any) -> PodUsage:
         out[(namespace, name)] = PodFigures(
             int(counts[i]), workload, Figures(*cpu_rows[i]), Figures(*memory_rows[i])
         )
-    built = doc.get("built")
-    return PodUsage(out, float(built) if _number(built) else 0.0)
+    built, k = doc.get("built"), doc.get("windowSamples")
+    window_samples = int(k) if _number(k) and k > 0 else 0
+    return PodUsage(out, float(built) if _number(built) else 0.0, window_samples)
 
 
 class PodsClient(ProfilesClient):

@@ -42,6 +42,9 @@ class PodUsage:
 
     by_pod: dict[tuple[str, str], PodFigures] = field(default_factory=dict)
     built: float = 0.0
+    # samples the watcher's window holds per pod (its `windowSamples`; 0: not said): a pod
+    # with a full window counts as measured even when that is fewer than a plugin's minimum
+    window_samples: int = 0
     # unique per document, for caches keyed by it (an id() can come back after a free)
     serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)
     # per-document results a plugin derives once (the replicas' figures per workload)
@@ -49,6 +52,14 @@ class PodUsage:
 
     def __len__(self) -> int:
         return len(self.by_pod)
+
+    def enough(self, min_samples: int) -> int:
+        """The samples a pod needs to count as measured: `min_samples`, or a full window when
+        the watcher's window holds fewer (a short window, or a replay in trace time polling
+        less often per window: 5 samples at 60x)."""
+        if self.window_samples > 0:
+            return max(1, min(min_samples, self.window_samples))
+        return min_samples
 
 
 NO_POD_USAGE = PodUsage()

@@ -15,12 +15,13 @@ bytes), over the pods on the node plus the new one:
 - the predicted peak is the largest of them.
 
 A pod's figures come from the watcher's per-pod statistics (/api/v1/pods) once it has
-`minSamples` samples in the window. A pod without them (just bound, not measured, or no
-statistics at all) keeps the estimator's rules (plugins/helpers/estimator.py: its workload
-profile, else its requests or limits scaled) and counts that figure as its mean and its
-percentile, with no deviation. The new pod is predicted from its workload's measured replicas
-(their mean figures per replica, in the same workload group as those on the node) when there
-are any, else by the estimator.
+`minSamples` samples in the window (or a full window, when the watcher's holds fewer: a short
+window, or the benchmark's replay in trace time, 5 samples). A pod without them (just bound,
+not measured, or no statistics at all) keeps the estimator's rules
+(plugins/helpers/estimator.py: its workload profile, else its requests or limits scaled) and
+counts that figure as its mean and its percentile, with no deviation. The new pod is
+predicted from its workload's measured replicas (their mean figures per replica, in the same
+workload group as those on the node) when there are any, else by the estimator.
 
 What the node uses beyond its pods (the system, the kubelet, pods the metrics miss) is the
 node window's mean less the pods' means, when positive and fresh; it is added to both
@@ -203,7 +204,7 @@ class Plugin:
         if hit is not None and hit[0] == key:
             return hit[1]
         pct = self.args.percentile
-        by_pod, min_samples = snap.pod_usage.by_pod, self.args.min_samples
+        by_pod, min_samples = snap.pod_usage.by_pod, snap.pod_usage.enough(self.args.min_samples)
         mean, rc = [0.0, 0.0], [0.0, 0.0]
         groups: tuple[dict[str, float], dict[str, float]] = ({}, {})
         measured = estimated = 0
@@ -240,9 +241,10 @@ class Plugin:
         memo_key = (NAME, self.args.min_samples)
         found = usage_doc.memo.get(memo_key)
         if found is None:
+            need = usage_doc.enough(self.args.min_samples)
             sums: dict[str, list] = {}
             for figures in usage_doc.by_pod.values():
-                if figures.workload and figures.samples >= self.args.min_samples:
+                if figures.workload and figures.samples >= need:
                     sums.setdefault(figures.workload, []).append(figures)
             found = {w: (len(items), _average(items)) for w, items in sums.items()}
             usage_doc.memo[memo_key] = found

@@ -132,6 +132,24 @@ def test_pods_without_history_count_by_the_estimator():
     assert capacity == 4000
 
 
+def test_a_full_window_counts_when_the_watchers_window_holds_fewer_than_min_samples():
+    # The trace replayed at 60x: a 5 s window polled every 1 s holds 5 samples, never 8.
+    node = make_node("n", cpu="4")
+    node.add_pod(make_pod("p", [container("1000m")]))
+    snap = snapshot([node])
+    usage = {("ns", "p"): figures(flat(500.0, 100.0, 700.0), samples=5)}
+    plugin = Plugin(Args(min_samples=8))
+    for window_samples, measured in ((20, 0), (0, 0), (5, 1)):
+        snap.pod_usage = PodUsage(usage, window_samples=window_samples)
+        state = CycleState()
+        plugin.score_all(state, make_pod("new", [container("100m")]), [node], snap)
+        assert peak_fit.parts_of(state, "n")[1] == measured, window_samples
+    doc = _doc()
+    assert parse_pods(doc).window_samples == 0
+    assert parse_pods({**doc, "windowSamples": 5}).window_samples == 5
+    assert parse_pods({**doc, "windowSamples": "5"}).window_samples == 0
+
+
 def test_the_new_pod_takes_its_workloads_measured_replicas_figures():
     one, two = make_node("one", cpu="4"), make_node("two", cpu="4")
     one.add_pod(replica("web-a"))
