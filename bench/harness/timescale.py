@@ -76,6 +76,13 @@ KOORD_ANOMALY_TIMEOUT = 60.0
 ROUNDS = _REBALANCER.interval
 SCRAPE = 30.0  # kube-prometheus's node-exporter scrape interval
 
+# The peak model's maxima: a pod's over its last 24 buckets, a node's over 72 (watcher/podstats.py,
+# watcher/nodepeaks.py); the bucket is the setting, the look-backs are what a table reads.
+POD_PEAK_BUCKETS, NODE_PEAK_BUCKETS = 24, 72
+PEAK_BUCKET_WALL = scaled(watcher_defaults.PEAK_BUCKET_SECONDS)
+# The scheduler fetches the per-pod statistics every six node fetches unless told otherwise.
+POD_USAGE_INTERVAL = _RUNTIME.pod_usage_interval or 6 * _RUNTIME.watcher_interval
+
 POLL_WALL = scaled(watcher_defaults.POLL_INTERVAL, FASTEST_POLL)
 WINDOW_WALL = scaled(watcher_defaults.WINDOW)
 # irate needs two scrapes in its range: three make it robust to a late one.
@@ -91,12 +98,25 @@ SETTINGS: tuple[Setting, ...] = (
             RATE_RANGE_WALL),
     Setting("Ballast watcher", "profile_window", LOOK_BACK, watcher_defaults.PROFILE_WINDOW,
             "watcher/defaults.py", scaled(watcher_defaults.PROFILE_WINDOW)),
+    Setting("Ballast watcher", "pod_history_half_life", LOOK_BACK,
+            watcher_defaults.POD_HISTORY_HALF_LIFE, "watcher/defaults.py",
+            scaled(watcher_defaults.POD_HISTORY_HALF_LIFE)),
+    Setting("Ballast watcher", "peak_bucket_seconds x 24, a pod's max", LOOK_BACK,
+            POD_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
+            POD_PEAK_BUCKETS * PEAK_BUCKET_WALL),
+    Setting("Ballast watcher", "peak_bucket_seconds x 72, a node's max", LOOK_BACK,
+            NODE_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
+            NODE_PEAK_BUCKETS * PEAK_BUCKET_WALL),
     Setting("Ballast scheduler", "--watcher-interval", PACE, _RUNTIME.watcher_interval,
             "scheduler/runtime.py", scaled(_RUNTIME.watcher_interval, FASTEST_POLL)),
     Setting("Ballast scheduler", "--provider-lag", LOOK_BACK, _RUNTIME.provider_lag,
             "scheduler/runtime.py", scaled(_RUNTIME.provider_lag)),
     Setting("Ballast scheduler", "--recent-max-age", LOOK_BACK, _RUNTIME.recent_max_age,
             "scheduler/runtime.py", scaled(_RUNTIME.recent_max_age)),
+    Setting("Ballast scheduler", "--pod-usage-interval", PACE, POD_USAGE_INTERVAL,
+            "scheduler/runtime.py (6 watcher fetches)", scaled(POD_USAGE_INTERVAL, FASTEST_POLL)),
+    Setting("Ballast scheduler", "--pod-usage-max-age", LOOK_BACK, _RUNTIME.pod_usage_max_age,
+            "scheduler/runtime.py", scaled(_RUNTIME.pod_usage_max_age)),
     Setting("Ballast rebalancer", "interval", PACE, _REBALANCER.interval,
             "scheduler/rebalancer/settings.py", scaled(ROUNDS, FASTEST_POLL)),
     Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
@@ -186,6 +206,10 @@ def watcher_env() -> dict[str, str]:
         "BALLAST_WINDOW": f"{WINDOW_WALL:g}",
         "BALLAST_RATE_RANGE": f"{RATE_RANGE_WALL:g}s",
         "BALLAST_PROFILE_WINDOW": f"{setting('Ballast watcher', 'profile_window').wall:g}",
+        "BALLAST_POD_HISTORY_HALF_LIFE": (
+            f"{setting('Ballast watcher', 'pod_history_half_life').wall:g}"
+        ),
+        "BALLAST_PEAK_BUCKET_SECONDS": f"{PEAK_BUCKET_WALL:g}",
     }
 
 
@@ -230,7 +254,13 @@ def scheduler_flags() -> list[str]:
     """Ballast's scheduler's runtime settings, scaled."""
     return [
         f"--{name.lstrip('-')}={setting('Ballast scheduler', name).wall:g}"
-        for name in ("--watcher-interval", "--provider-lag", "--recent-max-age")
+        for name in (
+            "--watcher-interval",
+            "--provider-lag",
+            "--recent-max-age",
+            "--pod-usage-interval",
+            "--pod-usage-max-age",
+        )
     ]
 
 
@@ -274,12 +304,25 @@ def effective(timing: Timing, step_wall: float) -> list[Setting]:
         ("Ballast scheduler", "--recent-max-age"): float(
             flags.get("recent-max-age", _RUNTIME.recent_max_age)
         ),
+        ("Ballast scheduler", "--pod-usage-interval"): float(flags.get("pod-usage-interval", 0.0))
+        or 6 * float(flags.get("watcher-interval", _RUNTIME.watcher_interval)),
+        ("Ballast scheduler", "--pod-usage-max-age"): float(
+            flags.get("pod-usage-max-age", _RUNTIME.pod_usage_max_age)
+        ),
         ("Koordinator (koordlet)", "reportIntervalSeconds"): nm.report_seconds,
         ("Koordinator (koordlet)", "aggregateDurationSeconds"): nm.aggregate_seconds,
         ("Koordinator LoadAware", "nodeMetricExpirationSeconds"): float(
             timing.load_aware_args.get("nodeMetricExpirationSeconds", LOAD_AWARE_EXPIRATION)
         ),
     }
+    bucket = float(env.get("BALLAST_PEAK_BUCKET_SECONDS", watcher_defaults.PEAK_BUCKET_SECONDS))
+    for buckets, whose in ((POD_PEAK_BUCKETS, "a pod's"), (NODE_PEAK_BUCKETS, "a node's")):
+        walls[("Ballast watcher", f"peak_bucket_seconds x {buckets}, {whose} max")] = (
+            buckets * bucket
+        )
+    walls[("Ballast watcher", "pod_history_half_life")] = float(
+        env.get("BALLAST_POD_HISTORY_HALF_LIFE", watcher_defaults.POD_HISTORY_HALF_LIFE)
+    )
     for d, wall in zip(KOORDLET_DURATIONS, nm.durations, strict=False):
         walls[("Koordinator (koordlet)", f"aggregated over {d / 60:g} min")] = wall
     if timing.rounds is not None:

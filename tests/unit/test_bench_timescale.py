@@ -4,6 +4,7 @@ read in trace time, within one trace step of what it is deployed; the docs' tabl
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def test_the_trace_scenarios_run_every_setting_within_one_step(bench):
     module = importlib.import_module(f"bench.{bench}")
     assert module.PLAYER.step_seconds == ts.STEP_WALL
     settings = ts.effective(module.TIMING, module.PLAYER.step_seconds)
-    assert len(settings) >= 14  # every scalable look-back and pace is read back
+    assert len(settings) >= 19  # every scalable look-back and pace is read back
     off = [(s.contender, s.name, s.trace) for s in settings if s.steps_off > 1.0]
     assert off == []
 
@@ -62,3 +63,29 @@ def test_the_old_replay_fails_the_check():
     off = {(s.contender, s.name) for s in old if s.steps_off > 1.0}
     assert ("Ballast watcher", "window") in off
     assert ("Ballast scheduler", "--recent-max-age") in off
+
+
+PEAK_MODEL = {
+    ("Ballast watcher", "peak_bucket_seconds x 24, a pod's max"),
+    ("Ballast watcher", "peak_bucket_seconds x 72, a node's max"),
+    ("Ballast watcher", "pod_history_half_life"),
+    ("Ballast scheduler", "--pod-usage-interval"),
+    ("Ballast scheduler", "--pod-usage-max-age"),
+}
+
+
+def test_the_peak_models_look_backs_are_run_scaled():
+    timing = ts.trace_timing()
+    got = {(s.contender, s.name): s for s in ts.effective(timing, ts.STEP_WALL)}
+    assert PEAK_MODEL <= set(got)
+    assert [key for key in PEAK_MODEL if got[key].steps_off > 1.0] == []
+    assert got[("Ballast watcher", "peak_bucket_seconds x 24, a pod's max")].trace == 86_400
+    # The hour and the half-life left real-time, as before: a pod's "last day" is 60 trace days.
+    env = {
+        k: v
+        for k, v in timing.watcher_env.items()
+        if k not in ("BALLAST_PEAK_BUCKET_SECONDS", "BALLAST_POD_HISTORY_HALF_LIFE")
+    }
+    flags = tuple(f for f in timing.scheduler_flags if not f.startswith("--pod-usage"))
+    old = ts.effective(replace(timing, watcher_env=env, scheduler_flags=flags), ts.STEP_WALL)
+    assert {(s.contender, s.name) for s in old if s.steps_off > 1.0} == PEAK_MODEL
