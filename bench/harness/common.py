@@ -252,6 +252,7 @@ COLORS = {
     # the placement benchmark's schedulers
     "ballast-tlp": "#1b7837",
     "ballast-lvrb": "#5aae61",
+    "ballast-peak": "#01665e",
     "ballast-tlp-always": "#762a83",
     "ballast-lvrb-always": "#af8dc3",
     "trimaran-tlp": "#c51b7d",

@@ -116,7 +116,12 @@ CONTENDERS = {
     # The A/A pair: Ballast's default profile again on a pool of its own. What differs between
     # it and ballast-lvrb is chance alone; no gap smaller than theirs is a difference.
     AA: "Ballast LoadVariationRiskBalancing again (A/A: the spread between two runs)",
+    # The peak model (PeakFit, its defaults) in place of LoadVariationRiskBalancing, its maxima
+    # and history in trace time (bench.harness.timescale); docs/placement.md's rule decides from
+    # its rows whether it becomes the chart's default.
+    "ballast-peak": "Ballast PeakFit (the peak model, its defaults)",
 }
+PEAK = "ballast-peak"
 COUNTERPART = {"ballast-tlp": "trimaran-tlp", "ballast-lvrb": "trimaran-lvrb"}
 # Ballast contenders with one plugin argument changed, run only when named in --contenders, to
 # weigh a setting side by side with the default in one run: name -> (base, plugin args).
@@ -130,10 +135,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
     "ballast-lvrb-threshold": ("ballast-lvrb", {}),
     AA: ("ballast-lvrb", {}),
-    # The peak model (PeakFit, its defaults) in place of LoadVariationRiskBalancing. A variant
-    # until the watcher's hourly maxima are scaled to trace time: replayed fast, its "last day"
-    # covers the whole run, a longer look-back than deployed (docs/peak-model.md).
-    "ballast-peak": ("ballast-lvrb", {}),
 }
 EXTRA_FILTERS = {"ballast-lvrb-threshold": "LoadThreshold"}
 DESCRIPTIONS = {
@@ -150,7 +151,6 @@ DESCRIPTIONS = {
     "ballast-lvrb-threshold": "Ballast LoadVariationRiskBalancing with the LoadThreshold filter "
     "(80 % CPU, the pod counted)",
     AA: CONTENDERS[AA],
-    "ballast-peak": "Ballast PeakFit (the peak model, its defaults; history not in trace time)",
 }
 # What the verdicts (bench.verdict: ahead, tie or behind, against the A/A spread) compare in the
 # synthetic scenarios; lower is better for each.
@@ -478,8 +478,8 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
             "filter": {"enabled": [{"name": "GpuLoad"}]},
             "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
         }
-    if base == "ballast-lvrb":
-        score = PEAK_FIT if contender == "ballast-peak" else LOAD_VARIATION_RISK_BALANCING
+    if base in ("ballast-lvrb", PEAK):
+        score = PEAK_FIT if base == PEAK else LOAD_VARIATION_RISK_BALANCING
         profile["plugins"] = {
             "score": {
                 "enabled": [{"name": score}],
