@@ -11,8 +11,8 @@ Ballast's watcher learns a profile per Deployment from the replicas that run.
 Arrival: WAVES waves GAP s apart from the replay's start; replica k of a workload comes in wave
 first + k, the workloads' first waves spread over the waves, so a later replica meets a
 profile learned from its siblings (a one-replica workload meets none). The replay plays from the
-first wave until AFTER s past the last (one 5-minute step every 2 s). Profiles do not learn
-from the days before the window: the watcher would have to be fed history it never scraped.
+first wave until AFTER s past the last (at bench.harness.timescale's speed). Profiles do not
+learn from the days before the window: the watcher would have to be fed history it never scraped.
 
 Measured from the simulator's true demand (unclamped), every second from the first wave to the
 end: node-seconds over 100 % and over 90 %, the hottest node over time, and `measure`'s final
