@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"  pending {r['pending']:>3}  bound in {r['bind_seconds']} s",
                     flush=True,
                 )
+                if "decisions" in r:
+                    print(f"    {'':<15} {pt.why_hot(r['decisions'])}", flush=True)
     summary = pl.summarize(runs)
     measures = {"trace": pt.VERDICT_MEASURES, "*": pl.VERDICT_MEASURES}
     verdicts = all_verdicts(runs, measures, pl.DEFAULT_PROFILE, pl.AA)

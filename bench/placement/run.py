@@ -499,7 +499,8 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
 
 def _start_ballast(
     plane: ControlPlane, contender: str, watcher_url: str, work: Path, flags: tuple[str, ...] = ()
-) -> None:
+) -> int:
+    """Starts a Ballast contender; returns its status port (/metrics, /api/v1/decisions)."""
     config = _ballast_config(contender, watcher_url)
     argv, port = ballast_argv(plane, work, contender, "scheduler", config, "--metrics-listen")
     argv += ["--log-level", "WARNING", *flags]
@@ -518,6 +519,7 @@ def _start_ballast(
 
     # Pods submitted before its first snapshot would be placed from allocation alone.
     plane.wait_until(contender, has_load_data, 60)
+    return port
 
 
 def _aggregated(contenders: list[str]) -> bool:
@@ -539,13 +541,13 @@ def start_contender(
     work: Path,
     timing: Timing | None = None,
     load_watcher_url: str = "",
-) -> None:
+) -> int | None:
     """`load_watcher_url`: paypal/load-watcher's, which the Trimaran rows read as deployed (the
-    `-ballast` ones read Ballast's watcher)."""
+    `-ballast` ones read Ballast's watcher). Returns a Ballast contender's status port."""
     timing = timing or SYNTHETIC
     if contender.startswith("ballast-"):
-        _start_ballast(plane, contender, watcher_url, work, timing.scheduler_flags)
-    elif contender.startswith("trimaran-"):
+        return _start_ballast(plane, contender, watcher_url, work, timing.scheduler_flags)
+    if contender.startswith("trimaran-"):
         tlp = contender.startswith("trimaran-tlp")
         plugin = TARGET_LOAD_PACKING if tlp else LOAD_VARIATION_RISK_BALANCING
         upstream = uses_load_watcher(contender) and load_watcher_url
@@ -557,6 +559,7 @@ def start_contender(
         start_koord_scheduler(plane, scheduler_name=contender, args=args or None, name=contender)
     else:
         start_kube_scheduler(plane, name=contender)
+    return None
 
 
 def pod_body(contender: str, j: int, p: PodPlan) -> dict[str, Any]:
@@ -622,6 +625,7 @@ class Services(SimulatedCluster):
         )
         self.contenders = contenders
         self.load_watcher: LoadWatcher | None = None
+        self.status_ports: dict[str, int] = {}  # Ballast contenders' decision APIs
 
     def start(self) -> Any:
         """The API client, every contender running and the watcher reporting every node."""
@@ -634,7 +638,11 @@ class Services(SimulatedCluster):
         if self.prom_url and any(uses_load_watcher(c) for c in self.contenders):
             upstream = self._start_load_watcher()
         for c in self.contenders:
-            start_contender(self.plane, c, self.watcher_url, self.work, self.timing, upstream)
+            port = start_contender(
+                self.plane, c, self.watcher_url, self.work, self.timing, upstream
+            )
+            if port is not None:
+                self.status_ports[c] = port
         return api
 
     def _start_load_watcher(self) -> str:

@@ -29,8 +29,10 @@ from typing import Any
 
 from bench.harness import timescale
 from bench.harness.common import BindTracker, PodMaker
+from bench.placement import decisions
 from bench.placement import run as pl
 from sandbox.cluster.nodes import NodeSpec
+from sandbox.load.simulator import PodUse, pod_use
 from sandbox.load.trace import Trace
 from sandbox.load.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
 
@@ -159,6 +161,14 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
                                final_at)  # fmt: skip
             result.update(measure_over_time(series))
             result["bind_seconds"] = None  # arrivals spread over the replay: not comparable
+            if c in services.status_ports:
+                found = decisions.fetch(
+                    services.status_ports[c], pl.NAMESPACE, [pl.pod_name(c, j) for j in
+                                                             range(len(pod_plans))]
+                )  # fmt: skip
+                window = Window(c, node_plans, pod_plans, placed, config, first + wall_offset,
+                                series)  # fmt: skip
+                result["decisions"] = window.attribute(found)
             results[c] = result
         ok = True
         return {
@@ -170,6 +180,64 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         }  # fmt: skip
     finally:
         services.close(ok, say)
+
+
+class Window:
+    """The truth of one pool over a replayed window, as `decisions.attribute` asks for it."""
+
+    def __init__(
+        self,
+        contender: str,
+        nodes: list[pl.NodePlan],
+        pods: list[pl.PodPlan],
+        placed: dict[str, tuple[str, float]],
+        config: Any,
+        start: float,
+        series: list[list[float]],
+    ) -> None:
+        self.contender, self.nodes, self.pods, self.placed = contender, nodes, pods, placed
+        self.config, self.start, self.series = config, start, series
+        self.index = {pl.node_name(contender, i): i for i in range(len(nodes))}
+
+    def truth_at(self, node: str, at: float) -> float:
+        before = {p: v for p, v in self.placed.items() if v[1] < at}
+        cpus = pl.true_cpu(self.contender, self.nodes, self.pods, before, self.config, at)
+        return cpus[self.index[node]]
+
+    def peak_after(self, node: str, at: float) -> float:
+        i = self.index[node]
+        later = self.series[max(0, int(at - self.start)) :]
+        return max((cpus[i] for cpus in later), default=0.0)
+
+    def use_after(self, pod: str, at: float) -> float:
+        node, started = self.placed[pod]
+        j = int(pod.rsplit("-p", 1)[1])
+        use = PodUse(f"{pl.NAMESPACE}/{pod}", node, self.pods[j].cpu_m, 256 * 1024**2, started)
+        capacity = self.nodes[self.index[node]].cpu * 1000
+        seconds = range(max(0, int(at - self.start)), len(self.series))
+        highest = max((pod_use(use, self.start + s, self.config)[0] for s in seconds), default=0)
+        return 100.0 * highest / capacity
+
+    def attribute(self, found: list[decisions.Decision]) -> dict[str, Any]:
+        over = {
+            node: sum(cpus[i] > 100.0 for cpus in self.series) for node, i in self.index.items()
+        }
+        known = [d for d in found if d.pod in self.placed]
+        out = decisions.attribute(known, self.truth_at, self.peak_after, self.use_after, over)
+        out["records"] = decisions.as_records(known)
+        return out
+
+
+def why_hot(attributed: dict[str, Any]) -> str:
+    """One line: the pods placed on nodes that went over 100 % and the mean of each gap."""
+    hot = attributed["hot_nodes"]
+    if not hot["pods"]:
+        return "no pod placed on a node that went over 100 %"
+    return (
+        f"{hot['pods']} pods on nodes over 100 %: view {hot['view_gap']:+.1f}, prediction "
+        f"{hot['prediction_gap']:+.1f}, later rise {hot['rise']:+.1f} points (cause: "
+        f"{attributed['cause']}; estimates {hot['sources']})"
+    )
 
 
 def _body(contender: str, j: int, p: pl.PodPlan, memory: int) -> dict[str, Any]:

@@ -11,9 +11,11 @@ import re
 import subprocess
 import sys
 
+import pytest
 import requests
 from kubernetes import client
 
+from bench.placement import decisions
 from tests.fixtures.ports import wait_for
 from tests.integration.scheduler_support import (
     T,
@@ -120,6 +122,16 @@ def placed_case(api, namespace, label, url):
         assert nodes["feasible"] == 3 and nodes["scored"] == 3
         # every other node of the shared sandbox fails the selector
         assert attempt["filters"]["rejectedNodes"] == nodes["considered"] - 3
+    # The placement benchmark reads the same records to say why a node ran hot.
+    port = int(url.rsplit(":", 1)[1])
+    digests = {d.pod: d for d in decisions.fetch(port, namespace, [f"web-{i}" for i in range(4)])}
+    assert sorted(digests) == ["web-0", "web-1", "web-2"]  # web-3 has no record
+    for pod, d in digests.items():
+        row = next(r for r in latest(url, namespace, pod, "bound")["scores"]["top"]
+                   if r["node"] == bound[pod])  # fmt: skip
+        assert d.node == bound[pod] and d.state == "missing"
+        recent = 100 * row["load"]["recentCountedCpuM"] / row["load"]["capacityCpuM"]
+        assert d.seen_cpu == pytest.approx(row["load"]["cpu"]["usage"] + recent, abs=0.01)
 
 
 def unschedulable_case(api, namespace, label, url):
