@@ -73,6 +73,7 @@ class SyntheticExporter:
         self._lock = threading.Lock()
         self._paused = False
         self.scrapes = 0
+        self.abandoned = 0  # scrapes whose client hung up before the answer was written
         # More series served with these (sandbox/load/dcgm.py's GPUs): now -> exposition lines
         self.renderers: list[Callable[[float], list[str]]] = []
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
@@ -274,7 +275,12 @@ class SyntheticExporter:
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The scraper gave up (its scrape timeout): a missed sample, counted, not
+                    # a traceback in a benchmark's output.
+                    exporter.abandoned += 1
 
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass  # scrapes every second would flood the output
