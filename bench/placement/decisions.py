@@ -9,8 +9,9 @@ A node runs hot after a placement for one of three reasons, and each needs a dif
   estimator's fallback): `prediction_gap` = the pod's highest use after it was placed minus its
   prediction;
 - **what came after**: neither was wrong at the moment of choice; the node's other pods rose later
-  (a burst a mean cannot see) or more pods came: `rise` = the node's peak after the placement
-  minus its truth then and the pod's own highest use.
+  (a burst a mean cannot see): `rise` = the node's peak after the placement, counting only the
+  pods bound by then (later pods have decisions of their own), minus its truth then and the
+  pod's own highest use.
 
 The three add up to the node's peak after the placement minus what the scorer expected it to be
 with the pod (what it saw plus the prediction).

@@ -47,6 +47,8 @@ AFTER = 120.0
 PLAYER = PlayerConfig(step_seconds=timescale.STEP_WALL)
 TIMING = timescale.trace_timing()
 RAMP = timescale.setting("simulated pods", "ramp to their use after start").wall
+# How often `Window.peak_after` looks at a node: once per trace step, the trace's resolution.
+PEAK_SAMPLE = max(1, round(timescale.STEP_WALL))
 
 
 def plan(
@@ -175,7 +177,8 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
             "scenario": "trace",
             "seed": seed,
             "trace": {"source": trace.source, "first_step": first_step, "workloads": len(chosen),
-                      "pods_per_pool": len(pod_plans)},
+                      "pods_per_pool": len(pod_plans),
+                      "started_at": round(first + wall_offset, 3)},
             "contenders": results,
         }  # fmt: skip
     finally:
@@ -205,9 +208,19 @@ class Window:
         return cpus[self.index[node]]
 
     def peak_after(self, node: str, at: float) -> float:
+        """The node's highest true CPU % from `at` on, counting only the pods bound by then:
+        pods placed later have decisions of their own (sampled once per trace step)."""
         i = self.index[node]
-        later = self.series[max(0, int(at - self.start)) :]
-        return max((cpus[i] for cpus in later), default=0.0)
+        by_then = {p: v for p, v in self.placed.items() if v[0] == node and v[1] <= at}
+        seconds = range(max(0, int(at - self.start)), len(self.series), PEAK_SAMPLE)
+        return max(
+            (
+                pl.true_cpu(self.contender, self.nodes, self.pods, by_then, self.config,
+                            self.start + s)[i]
+                for s in seconds
+            ),
+            default=0.0,
+        )  # fmt: skip
 
     def use_after(self, pod: str, at: float) -> float:
         node, started = self.placed[pod]

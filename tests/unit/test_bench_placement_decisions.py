@@ -3,9 +3,13 @@ view, the prediction and what came after."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bench.placement import decisions
+from bench.placement import run as pl
+from bench.placement import trace as pt
 from bench.placement.decisions import Decision
 
 
@@ -104,3 +108,22 @@ def test_pods_on_nodes_that_stayed_cool_are_counted_apart():
     out = decisions.attribute([d], lambda n, t: 40.0, lambda n, t: 60.0, lambda p, t: 10.0, {})
     assert out["hot_nodes"]["pods"] == 0 and out["other_nodes"]["pods"] == 1
     assert out["cause"] == "none"
+
+
+def test_a_window_counts_only_the_pods_bound_by_the_decision():
+    nodes = [pl.NodePlan(4, 10.0, 10.0), pl.NodePlan(4, 10.0, 10.0)]
+    pods = [pl.PodPlan(1000, 1.0), pl.PodPlan(2000, 1.0)]
+    config = replace(pl.simulator_config(1, nodes, pods), wobble=0.0, ramp_seconds=0.0)
+    node = pl.node_name("ballast-lvrb", 0)
+    start = 1_000_000.0
+    placed = {
+        pl.pod_name("ballast-lvrb", 0): (node, start + 10),
+        pl.pod_name("ballast-lvrb", 1): (node, start + 50),
+    }
+    series = [[0.0, 0.0] for _ in range(100)]
+    window = pt.Window("ballast-lvrb", nodes, pods, placed, config, start, series)
+    # At 20 s only the first pod (1 of 4 CPUs) is there; the second's 2 CPUs are its own decision.
+    assert window.peak_after(node, start + 20) == pytest.approx(10.0 + 25.0)
+    assert window.peak_after(node, start + 60) == pytest.approx(10.0 + 75.0)
+    assert window.truth_at(node, start + 20) == pytest.approx(35.0)
+    assert window.use_after(pl.pod_name("ballast-lvrb", 1), start + 60) == pytest.approx(50.0)
