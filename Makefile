@@ -109,21 +109,25 @@ bench-watcher: sandbox-build $(VENV)/.bench-installed
 # 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
 # spread (1 round); results in bench/results/scheduler*.json. With BENCH_ARGS (--quick: 200
 # nodes, one round, bench/results/scheduler-quick.json) one run of bench.scheduler instead.
+# Every benchmark refuses a tree with uncommitted changes (bench/harness/runguard.py): BENCH_ARGS
+# may say --allow-dirty, and ALLOW_DIRTY=1 says it to each run of this sequence.
 bench-scheduler: kube-scheduler-build $(VENV)/.bench-installed
 ifdef BENCH_ARGS
 	$(PY) -m bench.scheduler $(BENCH_ARGS)
 else
-	$(PY) -m bench.scheduler
-	$(PY) -m bench.scheduler --workload spread --rounds 1
+	$(PY) -m bench.scheduler $(DIRTY)
+	$(PY) -m bench.scheduler --workload spread --rounds 1 $(DIRTY)
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
 	# in-process CPU per cycle and the store's memory at 10,000 pods on 5,000 nodes.
-	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json
-	$(PY) -m bench.scheduler.explain_cost
+	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json $(DIRTY)
+	$(PY) -m bench.scheduler.explain_cost $(DIRTY)
 endif
+DIRTY = $(if $(ALLOW_DIRTY),--allow-dirty)
 
-# The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
+# The constrained workload at 5,000 nodes, Ballast beside kube-scheduler; BENCH_ARGS come
+# last, so they can change any of these (--allow-dirty, --out, a smaller --nodes to try it).
 bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
-	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler
+	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler $(BENCH_ARGS)
 
 # kube-scheduler's own test/integration/scheduler_perf workloads, read from the Go module cache
 # (k8s.io/kubernetes@v1.34.x), Ballast beside kube-scheduler and the raw bind loop, a fresh

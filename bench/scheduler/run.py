@@ -45,6 +45,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from bench.harness import runguard
 from bench.harness.common import (
     RAW_BIND,
     RESULTS_DIR,
@@ -426,10 +427,12 @@ def main(argv: list[str] | None = None) -> int:
         "bench/results/profile-<workload>-<nodes>-r<round>.txt (py-spy raw format)",
     )
     redraw_option(parser, "--plot", "only draw the backlog's CPU budget of a result (beside it)")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot_budget(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     sized(
         args,
         {"nodes": QUICK_NODES, "pods": QUICK_PODS, "rounds": 1},
