@@ -124,10 +124,11 @@ else
 endif
 DIRTY = $(if $(ALLOW_DIRTY),--allow-dirty)
 
-# The constrained workload at 5,000 nodes, Ballast beside kube-scheduler; BENCH_ARGS come
+# The constrained workload at 5,000 nodes, Ballast (without and with the peak model) beside
+# kube-scheduler (issue 45: ballast-peak CPU per pod at most kube-scheduler's); BENCH_ARGS come
 # last, so they can change any of these (--allow-dirty, --out, a smaller --nodes to try it).
 bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
-	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler $(BENCH_ARGS)
+	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast ballast-peak kube-scheduler $(BENCH_ARGS)
 
 # kube-scheduler's own test/integration/scheduler_perf workloads, read from the Go module cache
 # (k8s.io/kubernetes@v1.34.x), Ballast beside kube-scheduler and the raw bind loop, a fresh
