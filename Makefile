@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
+.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots bench-headline chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
 
 all: test
 
@@ -200,6 +200,12 @@ bench-drift-check: sandbox-build $(VENV)/.bench-installed
 # The rule that picks the rebalancer's defaults, applied to the committed results (a table).
 bench-rebalance-defaults: $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json bench/results/rebalance-trace.json
+
+# The README's headline tables (placement, rebalancing) written again from bench/results/ between
+# their markers: per scenario mean (worst window), the A/A spread, ahead/tie/behind by the rule
+# (bench/harness/headline.py; tests/unit/test_readme_numbers.py checks them). Nothing is run.
+bench-headline: $(VENV)/.bench-installed
+	$(PY) -m bench.harness.headline --write README.md
 
 # Every picture in bench/results/ drawn again from the results beside it, each family's own
 # plot; nothing is run (seconds).

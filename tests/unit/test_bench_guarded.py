@@ -23,6 +23,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 # Commands that run nothing: they read results already written (and stamped by a guarded run).
 READ_ONLY = {
+    "bench.harness.headline": "writes the README's headline from result files",
     "bench.placement.choice": "applies docs/placement.md's rule to a result file",
     "bench.rebalance.defaults": "applies the defaults rule to result files",
     "bench.scheduler.preemption_plot": "draws result files",
