@@ -76,26 +76,37 @@ class Cell:
 
 
 def load(family: str, results: Path = RESULTS) -> dict[str, Any]:
-    """The runs of a benchmark's result files, joined, and whose A/A pair they hold; NoHeadline
-    when a file is missing or holds no verdicts (no A/A pair: written before issue 44)."""
+    """The runs of a benchmark's result files that hold verdicts (an A/A pair), joined, and
+    that pair. A file without them (written before issue 44's run, or absent) adds nothing: a
+    full rebalancing run now writes its trace into rebalance.json, beside an older
+    rebalance-trace.json. NoHeadline when no file holds verdicts; ValueError when two give
+    the same scenario or different pairs."""
     runs: list[dict[str, Any]] = []
-    pair: tuple[str, str] | None = None
+    pairs: set[tuple[str, str]] = set()
+    skipped = []
     for name in FILES[family]:
         path = results / name
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise NoHeadline(f"{path}: {exc}") from exc
+            skipped.append(f"{path}: {exc}")
+            continue
         verdicts = doc.get("verdicts")
         if not verdicts:
-            raise NoHeadline(
-                f"{path} holds no verdicts (no A/A pair; written before issue 44's run)"
-            )
+            skipped.append(f"{path} holds no verdicts (no A/A pair: before issue 44's run)")
+            continue
         first = next(iter(next(iter(verdicts.values())).values()))
-        pair = (first["ours"], first["twin"])
+        pairs.add((first["ours"], first["twin"]))
+        have = {r["scenario"] for r in runs}
+        if twice := have & {r["scenario"] for r in doc["runs"]}:
+            raise ValueError(f"{path}: scenarios {sorted(twice)} are in another result too")
         runs += doc["runs"]
-    assert pair is not None
-    return {"runs": runs, "ours": pair[0], "twin": pair[1]}
+    if not pairs:
+        raise NoHeadline("; ".join(skipped))
+    if len(pairs) > 1:
+        raise ValueError(f"{family}: the results compare different pairs {sorted(pairs)}")
+    ours, twin = pairs.pop()
+    return {"runs": runs, "ours": ours, "twin": twin}
 
 
 def table(family: str, runs: list[dict[str, Any]], ours: str, twin: str) -> dict[str, Any]:

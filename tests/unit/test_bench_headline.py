@@ -94,3 +94,23 @@ def test_results_without_an_aa_pair_have_no_headline(tmp_path: Path, capsys):
         headline.load("placement", _results(tmp_path, verdicts=False))
     assert headline.main(["--results", str(tmp_path)]) == 2
     assert "no headline" in capsys.readouterr().err
+
+
+def test_rebalancing_reads_the_files_with_verdicts_and_refuses_a_scenario_twice(tmp_path: Path):
+    runs = [
+        {"scenario": s, "seed": k, "contenders": {c: {"evictions": k, "node_seconds_over_100": k}
+                                                  for c in ("ballast", "ballast-aa", "none")}}
+        for s in ("stable", "trace") for k in range(1, 7)
+    ]  # fmt: skip
+    pair = {"stable": {"evictions": {"ours": "ballast", "twin": "ballast-aa"}}}
+    (tmp_path / "rebalance.json").write_text(json.dumps({"runs": runs, "verdicts": pair}))
+    old = {"runs": [{"scenario": "trace", "seed": 1, "contenders": {}}]}  # before the A/A pair
+    (tmp_path / "rebalance-trace.json").write_text(json.dumps(old))
+    loaded = headline.load("rebalance", tmp_path)
+    assert (loaded["ours"], loaded["twin"], len(loaded["runs"])) == ("ballast", "ballast-aa", 12)
+    built = headline.table("rebalance", loaded["runs"], "ballast", "ballast-aa")
+    assert built["columns"] == [("stable", "evictions"), ("trace", "node_seconds_over_100")]
+    assert built["rows"]["none"]["trace"] == Cell(3.5, 6.0, "tie")
+    (tmp_path / "rebalance-trace.json").write_text(json.dumps({**old, "verdicts": pair}))
+    with pytest.raises(ValueError, match="in another result too"):
+        headline.load("rebalance", tmp_path)
