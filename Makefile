@@ -205,7 +205,7 @@ bench-rebalance-defaults: $(VENV)/.bench-installed
 # their markers: per scenario mean (worst window), the A/A spread, ahead/tie/behind by the rule
 # (bench/harness/headline.py; tests/unit/test_readme_numbers.py checks them). Nothing is run.
 bench-headline: $(VENV)/.bench-installed
-	$(PY) -m bench.harness.headline --write README.md
+	$(PY) -m bench.harness.headline --write README.md $(BENCH_ARGS)
 
 # Every picture in bench/results/ drawn again from the results beside it, each family's own
 # plot; nothing is run (seconds).

@@ -109,21 +109,34 @@ def load(family: str, results: Path = RESULTS) -> dict[str, Any]:
     return {"runs": runs, "ours": ours, "twin": twin}
 
 
-def table(family: str, runs: list[dict[str, Any]], ours: str, twin: str) -> dict[str, Any]:
-    """{"columns": [(scenario, measure)], "rows": {row label: {scenario: Cell}}}: Ballast's
-    default, the A/A spread, then every peer in the order the runs name them."""
+def spread_label(ours: str, twin: str) -> str:
+    return f"A/A spread ({ours}, {twin})"
+
+
+def table(
+    family: str, runs: list[dict[str, Any]], ours: str, twin: str, lead: str | None = None
+) -> dict[str, Any]:
+    """{"columns": [(scenario, measure)], "rows": {row label: {scenario: Cell}}}: the lead
+    (Ballast's default `ours` unless another contender is named, as when a rule picks a new
+    default after the run), the A/A spread of `ours` and its `twin` (the measure of chance),
+    then every other contender in the order the runs name them, with the lead's word against
+    it."""
+    lead = lead or ours
     scenarios = list(dict.fromkeys(r["scenario"] for r in runs))
     measures = MEASURES[family]
     columns = [(s, measures.get(s, measures["*"])) for s in scenarios]
     contenders = list(dict.fromkeys(c for r in runs for c in r["contenders"]))
-    peers = [c for c in contenders if c not in (ours, twin)]
-    rows: dict[str, dict[str, Cell]] = {ours: {}, f"A/A spread ({twin})": {}}
+    if lead not in contenders or lead == twin:
+        raise ValueError(f"{family}: no contender {lead!r} to lead the table")
+    peers = [c for c in contenders if c not in (lead, twin)]
+    rows: dict[str, dict[str, Cell]] = {lead: {}, spread_label(ours, twin): {}}
     rows.update({p: {} for p in peers})
     for scenario, measure in columns:
-        mine = verdict.windows(runs, scenario, measure, ours)
-        spread = verdict.aa_spread(mine, verdict.windows(runs, scenario, measure, twin))
-        rows[ours][scenario] = _cell(runs, scenario, measure, ours, None)
-        rows[f"A/A spread ({twin})"][scenario] = Cell(round(spread, 1), None, None)
+        default = verdict.windows(runs, scenario, measure, ours)
+        spread = verdict.aa_spread(default, verdict.windows(runs, scenario, measure, twin))
+        mine = verdict.windows(runs, scenario, measure, lead)
+        rows[lead][scenario] = _cell(runs, scenario, measure, lead, None)
+        rows[spread_label(ours, twin)][scenario] = Cell(round(spread, 1), None, None)
         # a peer missing from a window of the scenario has no paired comparison there
         ran = set.intersection(*(set(r["contenders"]) for r in runs if r["scenario"] == scenario))
         for peer in peers:
@@ -158,9 +171,15 @@ def markdown(family: str, built: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def block(family: str, results: Path = RESULTS) -> str:
+def block(family: str, results: Path = RESULTS, lead: str | None = None) -> str:
     loaded = load(family, results)
-    return markdown(family, table(family, loaded["runs"], loaded["ours"], loaded["twin"]))
+    built = table(family, loaded["runs"], loaded["ours"], loaded["twin"], lead)
+    return markdown(family, built)
+
+
+def lead_of(shown: dict[str, Any] | None) -> str | None:
+    """The contender a block read back (`parse`) leads with: its first row."""
+    return next(iter(shown["rows"]), None) if shown else None
 
 
 def parse(text: str, family: str) -> dict[str, Any] | None:
@@ -246,15 +265,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--results", type=Path, default=RESULTS, help="the results folder")
     parser.add_argument("--write", type=Path, help="replace the blocks in this file (README.md)")
+    parser.add_argument(
+        "--lead",
+        action="append",
+        default=[],
+        metavar="FAMILY=CONTENDER",
+        help="lead a table with another contender than the default the results compare (e.g. "
+        "placement=ballast-peak once the rule picks it); the A/A spread stays the default's",
+    )
     args = parser.parse_args(argv)
+    if bad := [i for i in args.lead if i.partition("=")[0] not in FILES or "=" not in i]:
+        parser.error(f"--lead {bad[0]}: want FAMILY=CONTENDER, FAMILY one of {', '.join(FILES)}")
+    leads = dict(item.split("=", 1) for item in args.lead)
     text = args.write.read_text() if args.write else ""
     written = 0
     for family in FILES:
         try:
-            new = block(family, args.results)
+            new = block(family, args.results, leads.get(family))
         except NoHeadline as exc:
             print(f"{family}: no headline: {exc}", file=sys.stderr)
             continue
+        except ValueError as exc:
+            parser.exit(2, f"{parser.prog}: {exc}\n")
         written += 1
         if args.write:
             try:

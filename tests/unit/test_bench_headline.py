@@ -47,9 +47,9 @@ def test_cells_carry_mean_worst_the_rules_word_and_pending():
     built = headline.table("placement", _runs(), OURS, TWIN)
     assert built["columns"] == [("trace", "node_seconds_over_100"), ("steady", "max_cpu")]
     rows = built["rows"]
-    assert list(rows) == [OURS, f"A/A spread ({TWIN})", "far", "near", "low"]
+    assert list(rows) == [OURS, f"A/A spread ({OURS}, {TWIN})", "far", "near", "low"]
     assert rows[OURS]["trace"] == Cell(53.5, 56.0, None)
-    assert rows[f"A/A spread ({TWIN})"]["trace"] == Cell(1.0, None, None)
+    assert rows[f"A/A spread ({OURS}, {TWIN})"]["trace"] == Cell(1.0, None, None)
     assert rows["far"]["trace"] == Cell(93.5, 96.0, "ahead")
     assert rows["near"]["trace"] == Cell(54.0, 56.5, "tie", 0.5)
     assert rows["low"]["trace"] == Cell(23.5, 26.0, "behind")
@@ -71,6 +71,20 @@ def test_the_block_reads_back_as_written_and_a_wrong_word_is_named(tmp_path: Pat
     moved = text.replace("93.5 (96)", "93.5 (97)")
     assert len(headline.mismatches(headline.parse(moved, "placement"), built, "placement")) == 1
     assert headline.mismatches(None, built, "placement")[0].startswith("README.md has no")
+
+
+def test_another_contender_can_lead_with_the_defaults_spread(tmp_path: Path):
+    built = headline.table("placement", _runs(), OURS, TWIN, lead="far")
+    assert list(built["rows"]) == ["far", f"A/A spread ({OURS}, {TWIN})", OURS, "near", "low"]
+    assert built["rows"][f"A/A spread ({OURS}, {TWIN})"]["trace"] == Cell(1.0, None, None)
+    assert built["rows"][OURS]["trace"].word == "behind"  # far is 40 higher everywhere
+    text = headline.block("placement", _results(tmp_path), lead="far")
+    assert headline.lead_of(headline.parse(text, "placement")) == "far"
+    with pytest.raises(ValueError, match="no contender 'nobody'"):
+        headline.table("placement", _runs(), OURS, TWIN, lead="nobody")
+    assert headline.main(["--results", str(tmp_path), "--lead", "placement=far"]) == 0
+    with pytest.raises(SystemExit):
+        headline.main(["--results", str(tmp_path), "--lead", "far"])
 
 
 def test_write_replaces_only_the_block(tmp_path: Path):
