@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
+.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots bench-headline chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
 
 all: test
 
@@ -109,21 +109,26 @@ bench-watcher: sandbox-build $(VENV)/.bench-installed
 # 1,000 nodes: plain pods (3 rounds), then Deployment-like pods with anti-affinity and a zone
 # spread (1 round); results in bench/results/scheduler*.json. With BENCH_ARGS (--quick: 200
 # nodes, one round, bench/results/scheduler-quick.json) one run of bench.scheduler instead.
+# Every benchmark refuses a tree with uncommitted changes (bench/harness/runguard.py): BENCH_ARGS
+# may say --allow-dirty, and ALLOW_DIRTY=1 says it to each run of this sequence.
 bench-scheduler: kube-scheduler-build $(VENV)/.bench-installed
 ifdef BENCH_ARGS
 	$(PY) -m bench.scheduler $(BENCH_ARGS)
 else
-	$(PY) -m bench.scheduler
-	$(PY) -m bench.scheduler --workload spread --rounds 1
+	$(PY) -m bench.scheduler $(DIRTY)
+	$(PY) -m bench.scheduler --workload spread --rounds 1 $(DIRTY)
 	# What recording decisions (`ballast explain`) costs: Ballast with it and without it, then
 	# in-process CPU per cycle and the store's memory at 10,000 pods on 5,000 nodes.
-	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json
-	$(PY) -m bench.scheduler.explain_cost
+	$(PY) -m bench.scheduler --only ballast ballast-no-record --out bench/results/scheduler-recording-1000.json $(DIRTY)
+	$(PY) -m bench.scheduler.explain_cost $(DIRTY)
 endif
+DIRTY = $(if $(ALLOW_DIRTY),--allow-dirty)
 
-# The constrained workload at 5,000 nodes, Ballast beside kube-scheduler.
+# The constrained workload at 5,000 nodes, Ballast (without and with the peak model) beside
+# kube-scheduler (issue 45: ballast-peak CPU per pod at most kube-scheduler's); BENCH_ARGS come
+# last, so they can change any of these (--allow-dirty, --out, a smaller --nodes to try it).
 bench-scheduler-5000: kube-scheduler-build $(VENV)/.bench-installed
-	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast kube-scheduler
+	$(PY) -m bench.scheduler --nodes 5000 --workload spread --rounds 1 --only ballast ballast-peak kube-scheduler $(BENCH_ARGS)
 
 # kube-scheduler's own test/integration/scheduler_perf workloads, read from the Go module cache
 # (k8s.io/kubernetes@v1.34.x), Ballast beside kube-scheduler and the raw bind loop, a fresh
@@ -195,6 +200,12 @@ bench-drift-check: sandbox-build $(VENV)/.bench-installed
 # The rule that picks the rebalancer's defaults, applied to the committed results (a table).
 bench-rebalance-defaults: $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json bench/results/rebalance-trace.json
+
+# The README's headline tables (placement, rebalancing) written again from bench/results/ between
+# their markers: per scenario mean (worst window), the A/A spread, ahead/tie/behind by the rule
+# (bench/harness/headline.py; tests/unit/test_readme_numbers.py checks them). Nothing is run.
+bench-headline: $(VENV)/.bench-installed
+	$(PY) -m bench.harness.headline --write README.md $(BENCH_ARGS)
 
 # Every picture in bench/results/ drawn again from the results beside it, each family's own
 # plot; nothing is run (seconds).

@@ -88,7 +88,6 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
     if not config.pod_usage:
         return None
     from watcher.owners import PodOwners
-    from watcher.podpoller import PodPoller
     from watcher.podusage import MetricsServerPods, PrometheusPods
 
     if config.provider == "prometheus":
@@ -100,6 +99,13 @@ def make_pod_poller(config: Config, provider: Any, store: stores.Store, api: Any
         owners = PodOwners(
             api, config.kube_refresh, config.provider_timeout, early=4 * config.poll_interval
         )
+    return pod_poller(config, source, owners, store)
+
+
+def pod_poller(config: Config, source: Any, owners: Any, store: stores.Store) -> Any:
+    """A pod poller of `source` with the config's windows, history and buckets."""
+    from watcher.podpoller import PodPoller
+
     return PodPoller(
         source,
         owners,

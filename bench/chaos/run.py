@@ -61,6 +61,7 @@ from bench.chaos.check import (
     seconds_without,
     seconds_without_writes,
 )
+from bench.harness import runguard
 from bench.harness.common import RESULTS_DIR, child_pids, new_figure, redraw_option, save
 from bench.harness.faultproxy import DELAY, GARBAGE, PASS, FaultProxy
 from bench.harness.provenance import write_result
@@ -842,10 +843,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", default="", help="logs and state (default: a temp dir)")
     parser.add_argument("--out", type=Path, default=None, help="bench/results/chaos.json")
     redraw_option(parser, "--plot", "only draw an earlier result")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     given = {k: getattr(args, k) for k in ("rate", "repeats", "nodes", "gap")}
     cfg = replace(
         QUICK if args.quick else base,

@@ -559,12 +559,16 @@ def compile_ballast() -> list[str]:
 
 
 def start_ballast(
-    plane: ControlPlane, work: Path, profile: Path | None = None, record: bool = True
+    plane: ControlPlane,
+    work: Path,
+    profile: Path | None = None,
+    record: bool = True,
+    settings: dict[str, Any] | None = None,
 ) -> Contender:
+    """`settings`: more of the scheduler's config (a watcherAddress, profiles)."""
     cfg = work / "ballast.yaml"
-    cfg.write_text(
-        yaml.safe_dump({"parallelism": THREADS, "leaderElection": {"leaderElect": False}})
-    )
+    config = {"parallelism": THREADS, "leaderElection": {"leaderElect": False}}
+    cfg.write_text(yaml.safe_dump(config | (settings or {})))
     port = processes.free_port()
     exe = Path(sys.executable).with_name("ballast")
     proc = processes.spawn(

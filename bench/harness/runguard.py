@@ -232,6 +232,20 @@ def current() -> Run | None:
     return _CURRENT
 
 
+def describe() -> str:
+    """One line of what the guard recorded, for a benchmark that prints its figures instead of
+    writing a result: they are quoted from the terminal, so the line goes with them."""
+    if _CURRENT is None:
+        return "run: no guard (not started by a benchmark's main)"
+    block = _CURRENT.block()
+    load = block["load_average"]
+    tree = "dirty, --allow-dirty" if block["dirty_at_start"] else "clean"
+    return (
+        f"run: commit {block['commit_at_start']} ({tree}), started {block['started']}, "
+        f"load average {load['mean']} (max {load['max']}) on {load['cores']} cores"
+    )
+
+
 def finish() -> None:
     global _CURRENT
     if _CURRENT is not None:

@@ -9,14 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import provenance
+from bench.harness import provenance, runguard
 from bench.peaks import run, study
 from sandbox.load import trace as trace_mod
 
 DEFAULT_OUT = provenance.REPO / provenance.RESULTS / "peaks.json"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def command_line() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench.peaks",
         description="Offline peak study (issue 45 item 2): every peak predictor's forecast of a "
@@ -42,6 +42,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[1, 2, 3],
         help="replica counts, noise, placement order per seed (default 1 2 3)",
     )
+    runguard.add_options(p)
+    return p
+
+
+def parse_args(
+    argv: list[str] | None = None, p: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    p = p or command_line()
     args = p.parse_args(argv)
     if args.every < 1:
         p.error("--every must be at least 1")
@@ -51,10 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    parser = command_line()
+    args = parse_args(argv, parser)
     if args.table:
         print(run.table_text(json.loads(args.table.read_text())))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     started = time.monotonic()
     cpu_started = time.process_time()
     try:

@@ -32,6 +32,7 @@ from typing import Any
 
 import requests
 
+from bench.harness import runguard
 from bench.harness.common import BindTracker, PodMaker, new_figure, redraw_option, save
 from bench.harness.provenance import write_result
 from bench.placement import run as pl
@@ -260,10 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(SEEDS)})")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
     redraw_option(parser, "--plot", "only draw an earlier result's picture (beside it)")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         print(f"plot: {plot(json.loads(args.plot.read_text()), args.plot.with_suffix('.png'))}")
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     seeds = list(SEEDS[:1] if args.quick else SEEDS)
     if args.seeds:
         seeds = list(range(1, args.seeds + 1))

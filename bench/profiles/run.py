@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.harness import runguard
 from bench.harness.common import RESULTS_DIR, sized
 from bench.harness.provenance import write_result
 
@@ -176,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=10, help="pods per workload")
     parser.add_argument("--polls", type=int, default=70, help="enough to fill every ring")
     parser.add_argument("--out", type=Path, default=None, help="bench/results/profiles.json")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     sized(
         args,
         {"pods": 5_000, "out": RESULTS / "profiles-quick.json"},

@@ -32,7 +32,7 @@ from typing import Any
 
 from kubernetes import client
 
-from bench.harness import provenance
+from bench.harness import provenance, runguard
 from bench.rebalance import run as rb
 from sandbox.cluster.namespaces import ensure_namespace
 from sandbox.cluster.nodes import NodeSpec
@@ -318,13 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1, help="the plan's seed (default 1)")
     parser.add_argument("--out", type=Path, default=rb.RESULTS / "drift-check.json")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     result = run(args.seed, say=lambda text: print(text, flush=True))
     for name, c in result["criteria"].items():
         values = ", ".join(f"{k} {v}" for k, v in c.items() if k != "pass")
         print(f"  {'PASS' if c['pass'] else 'FAIL'}  {name}: {values}")
     doc = {"about": __doc__.split("\n\n")[0], **result}
-    path = provenance.write_result(args.out, doc, argv if argv is not None else sys.argv)
+    path = provenance.write_result(args.out, doc, argv)
     print(f"results: {path}: {'passed' if result['passed'] else 'FAILED'}")
     return 0 if result["passed"] else 1
 

@@ -28,6 +28,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from bench.harness import runguard
 from bench.harness.common import (
     RESULTS_DIR,
     THREADS,
@@ -107,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--only", nargs="*", default=["ballast", "kube-scheduler"])
     parser.add_argument("--out", type=Path, default=None)
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     out = args.out or RESULTS_DIR / f"scheduler-cache-{args.nodes}-{args.pods}.json"
     urllib3.disable_warnings()
     began = time.monotonic()

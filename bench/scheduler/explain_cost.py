@@ -26,6 +26,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from bench.harness import runguard
 from bench.harness.common import RESULTS_DIR, sized
 from bench.harness.provenance import write_result
 from scheduler.backend import decisions, explanation
@@ -175,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="default bench/results/explain-cost.json"
     )
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     sized(
         args,
         {"nodes": 500, "pods": 1000, "cpu_pods": 400, "out": RESULTS.with_name(QUICK_NAME)},

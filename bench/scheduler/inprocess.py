@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench.harness import runguard
 from scheduler.config.loader import parse_config
 from scheduler.config.profiles import build_profiles
 from scheduler.cycle import filter_pass, pick_best
@@ -309,7 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the measured phase")
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument("--gpu-load", action="store_true", help="GpuLoad in the profile")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     loop = build(args.shape, args.nodes, args.init, args.gpu_load)
     pods = measured_pods(args.shape, args.pods)
     spent, profile = measure(lambda: [loop.cycle(pod) for pod in pods], args.profile, args.top)
@@ -319,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         f"digest {loop.trail.hexdigest()[:16]}"
     )
     print(profile, end="")
+    print(runguard.describe())
     return 0
 
 

@@ -32,6 +32,7 @@ import hashlib
 import random
 from typing import Any
 
+from bench.harness import runguard
 from bench.scheduler.inprocess import GPU_LOAD_PROFILE, measure
 from scheduler.backend.cache import ClusterCache
 from scheduler.backend.decisions import DecisionStore
@@ -286,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the loop")
     parser.add_argument("--gpu-load", action="store_true", help="GpuLoad in the profile")
     parser.add_argument("--top", type=int, default=40)
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     cycle, queue, binder, docs = build(
         args.nodes, args.pods, not args.no_record, args.preempt > 0, args.gpu_load
     )
@@ -311,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.nodes} nodes, {what}: {per:.3f} ms CPU per {unit}, digest {trail.hexdigest()[:16]}"
     )
     print(profile, end="")
+    print(runguard.describe())
     return 0
 
 

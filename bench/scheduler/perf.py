@@ -54,6 +54,7 @@ import urllib3
 import yaml
 from kubernetes import client
 
+from bench.harness import runguard
 from bench.harness.common import (
     RAW_BIND,
     RESULTS_DIR,
@@ -838,12 +839,14 @@ def main(argv: list[str] | None = None) -> int:
         "its image ships it; runs before 2026-11-26 were from source",
     )
     redraw_option(parser, "--table", "print a result's markdown table, draw its plot; run nothing")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.table is not None:
         report = json.loads(args.table.read_text())
         print(table(report))
         plot(report, args.table.with_suffix(".png"))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     try:
         upstream = find_upstream(args.upstream)
     except UpstreamNotFound as exc:

@@ -21,7 +21,13 @@ Contenders:
   measure the rate limiter, not the scheduler);
 - ballast-no-record (only when named in --only): Ballast with decision recording off
   (`--decisions 0`), for the cost of `ballast explain`'s records (its goal:
-  `ballast` over it, CPU per pod, at most 1.05x).
+  `ballast` over it, CPU per pod, at most 1.05x);
+- ballast-peak (only when named in --only): Ballast with PeakFit in place of TargetLoadPacking
+  (the placement benchmark's ballast-peak profile), reading a watcher that serves every node's
+  window and every pod's statistics (bench/scheduler/feed.py: 2 pods per node created bound
+  before the first round, for every contender, with bursty usage), so the peak model runs as it
+  does deployed: issue 45's CPU per pod at 5,000 nodes. Its result says how many of the
+  sampled pods' top nodes PeakFit predicted from measured pods (`peak_fit`).
 Reported per contender and phase: pods/s, p50/p99 latency, the time to the first binding, how
 long creating the pods took, and the phase's `Scheduled` events: how many were written and when
 the last one was (the next phase starts only after them, so one contender's late events never
@@ -45,6 +51,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
+from bench.harness import runguard
 from bench.harness.common import (
     RAW_BIND,
     RESULTS_DIR,
@@ -72,10 +79,24 @@ from bench.harness.common import (
     thread_cpu_seconds,
 )
 from bench.harness.provenance import write_result
+from bench.scheduler import feed
+from bench.scheduler.cache import place_pods
 from sandbox.cluster.namespaces import delete_namespace, ensure_namespace
 from scheduler.kube import kubeapi
+from scheduler.plugins.peak_fit import NAME as PEAK_FIT
+from scheduler.plugins.target_load_packing import NAME as TARGET_LOAD_PACKING
 
 TIMEOUT = 600.0
+PEAK = "ballast-peak"
+
+
+def peak_settings(watcher: str) -> dict[str, Any]:
+    """The ballast-peak contender's config: the default profile with PeakFit scoring in place
+    of TargetLoadPacking (as bench.placement's ballast-peak), reading `watcher`."""
+    plugins = {
+        "score": {"enabled": [{"name": PEAK_FIT}], "disabled": [{"name": TARGET_LOAD_PACKING}]}
+    }
+    return {"watcherAddress": watcher, "profiles": [{"plugins": plugins}]}
 
 
 def _body(scheduler: str, workload: str) -> Callable[[str, int], dict[str, Any]]:
@@ -157,10 +178,12 @@ def run_one(
     maker: PodMaker,
     pods: int,
     workload: str = "plain",
+    check: Callable[[Contender, str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Two phases: `backlog` (pods created first, then the scheduler started: throughput and
     ready-to-bound latency) and `burst` (scheduler running, pods created at once: throughput and
-    creation-to-bound latency, bounded by how fast the client creates pods)."""
+    creation-to-bound latency, bounded by how fast the client creates pods). `check`, given the
+    contender and the namespace before it stops, adds what it returns to the result."""
     ensure_namespace(api, namespace)
     tracker = BindTracker(api, namespace)
     tracker.start()
@@ -243,6 +266,7 @@ def run_one(
         else round(1000 * (cpu_idle - cpu_backlog) / IDLE_SECONDS, 2),
         "rss_peak_mb": contender.rss_peak_mb(),
     }
+    checked = check(contender, namespace) if check is not None else None
     contender.stop()
     tracker.stop()
     _reset(api, namespace)
@@ -251,7 +275,14 @@ def run_one(
         "backlog": phase1 | {"creation_seconds": round(creation, 3)},
         "burst": phase2,
         "whole_run": whole,
+        **({"peak_fit": checked} if checked is not None else {}),
     }
+
+
+def _peak_check(contender: Contender, namespace: str) -> dict[str, Any]:
+    found = feed.peak_check(contender.metrics_url, namespace)
+    print(f"[{PEAK}] PeakFit from measured pods: {json.dumps(found)}", flush=True)
+    return found
 
 
 def _round(value: float | None) -> float | None:
@@ -325,6 +356,9 @@ LARGE_CPU_GOAL = 1.0
 LARGE_BACKLOG_GOALS = (("kube-scheduler", 1.0), ("raw-bind", 0.9))
 # Decision recording (on by default) costs at most 5 % CPU per scheduled pod.
 RECORDING_CPU_GOAL = 1.05
+# Issue 45: with the peak model (ballast-peak) CPU per pod at most kube-scheduler's, whatever
+# the workload (the issue names `make bench-scheduler-5000`'s spread).
+PEAK_CPU_GOAL = 1.0
 
 
 def _goals_for(phase: str, workload: str, nodes: int) -> tuple[tuple[str, float], ...]:
@@ -356,6 +390,11 @@ def verdict(
             cpu_goal = LARGE_CPU_GOAL
         if cpu_goal is not None:
             goals[key] = _at_most(ratios[key], cpu_goal)
+    peak_cpu = summary.get(PEAK, {}).get("whole_run", {}).get("cpu_ms_per_pod", {})
+    if peak_cpu.get("median") and theirs_cpu.get("median"):
+        key = "cpu_per_pod_ballast_peak_vs_kube_scheduler"
+        ratios[key] = round(peak_cpu["median"] / theirs_cpu["median"], 2)
+        goals[key] = _at_most(ratios[key], PEAK_CPU_GOAL)
     # What recording decisions costs, per phase (start-up is the same either way).
     for phase in PHASES:
         on = summary.get("ballast", {}).get(phase, {}).get("cpu_ms_per_pod", {}).get("median")
@@ -394,7 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=None, help="default 1,000")
     parser.add_argument("--pods", type=int, default=None, help="per phase, default 2,000")
     parser.add_argument(
-        "--only", nargs="*", default=["raw-bind", "ballast", "kube-scheduler"], help="contenders"
+        "--only",
+        nargs="*",
+        default=["raw-bind", "ballast", "kube-scheduler"],
+        help="contenders, of raw-bind, ballast, kube-scheduler, ballast-no-record, ballast-peak",
     )
     parser.add_argument(
         "--rounds", type=int, default=None, help="default 3; the order rotates each round"
@@ -426,10 +468,12 @@ def main(argv: list[str] | None = None) -> int:
         "bench/results/profile-<workload>-<nodes>-r<round>.txt (py-spy raw format)",
     )
     redraw_option(parser, "--plot", "only draw the backlog's CPU budget of a result (beside it)")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot_budget(json.loads(args.plot.read_text()), args.plot.with_suffix(".png"))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     sized(
         args,
         {"nodes": QUICK_NODES, "pods": QUICK_PODS, "rounds": 1},
@@ -440,8 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     urllib3.disable_warnings()
     began = time.monotonic()
     work, plane, api = start_sandbox("ballast-bench-")
+    watcher: feed.Feed | None = None
     try:
         names = make_nodes(api, args.nodes)
+        if PEAK in args.only:
+            watcher = _start_feed(api, PodMaker(plane), names)
         starters = {
             "raw-bind": (RAW_BIND, lambda ns: RawBinder(api, names, ns).start()),
             "ballast": ("ballast", lambda ns: start_ballast(plane, work, _profile_out(args, ns))),
@@ -449,6 +496,12 @@ def main(argv: list[str] | None = None) -> int:
             "ballast-no-record": (
                 "ballast",
                 lambda ns: start_ballast(plane, work, _profile_out(args, ns), record=False),
+            ),
+            PEAK: (
+                "ballast",
+                lambda ns: start_ballast(
+                    plane, work, _profile_out(args, ns), settings=peak_settings(watcher.address)
+                ),
             ),
         }
         maker = PodMaker(plane)
@@ -464,11 +517,14 @@ def main(argv: list[str] | None = None) -> int:
             for name in order:
                 scheduler, starter = starters[name]
                 ns = f"bench-{name}-r{k + 1}"
+                check = _peak_check if name == PEAK else None
                 results[name] = run_one(
-                    name, ns, scheduler, starter, api, maker, args.pods, args.workload
+                    name, ns, scheduler, starter, api, maker, args.pods, args.workload, check
                 )
             rounds.append(results)
     finally:
+        if watcher is not None:
+            watcher.stop()
         plane.stop()
     report: dict[str, Any] = {
         "benchmark": "scheduler",
@@ -482,6 +538,13 @@ def main(argv: list[str] | None = None) -> int:
         "orders": orders,
         "seconds": round(time.monotonic() - began, 1),
     }
+    if watcher is not None:
+        report["watcher"] = watcher.setup()
+        # PeakFit predicted from measured pods in every round, or this was no run of it.
+        checks = [r[PEAK].get("peak_fit") or {} for r in rounds if PEAK in r]
+        report["peak_fit_live"] = bool(checks) and all(c.get("from_pod_peaks") for c in checks)
+        if not report["peak_fit_live"]:
+            print(f"{PEAK}: PeakFit predicted no node from measured pods: {checks}", flush=True)
     summary = aggregate(rounds)
     ratios, goals = verdict(summary, args.workload, args.nodes)
     report |= {"medians": summary, "ratios_of_medians": ratios, "goals": goals}
@@ -548,6 +611,16 @@ def _print_table(summary: dict[str, Any], ratios: dict[str, float], goals: dict[
             f"{cpu.get('cpu_idle_ms_per_s', {}).get('median')} ms/s, "
             f"RSS peak {cpu.get('rss_peak_mb', {}).get('median')} MB"
         )
+
+
+def _start_feed(api: client.ApiClient, maker: PodMaker, nodes: list[str]) -> feed.Feed:
+    """ballast-peak's watcher, on `feed.BACKGROUND` pods per node created bound first."""
+    count = feed.BACKGROUND * len(nodes)
+    ensure_namespace(api, feed.NAMESPACE)
+    seconds = place_pods(maker, feed.NAMESPACE, nodes, count)
+    print(f"{count} background pods bound in {seconds:.0f}s", flush=True)
+    placed = {(feed.NAMESPACE, f"p{i:06d}"): nodes[i % len(nodes)] for i in range(count)}
+    return feed.Feed(placed).start()
 
 
 def _profile_out(args: argparse.Namespace, namespace: str) -> Path | None:

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.harness import runguard
 from bench.harness.provenance import write_result
 
 BALLAST = Path(sys.executable).with_name("ballast")
@@ -137,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kube-scheduler", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench/results/scheduler-startup.json"))
     parser.add_argument("--note", default="", help="what the versions are, for the JSON")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
+    runguard.start_run(parser, args.allow_dirty)
     sources = dict(s.split("=", 1) for s in args.source or ["current=."])
     paths = {name: Path(d) for name, d in sources.items()}
     with tempfile.TemporaryDirectory(prefix="ballast-pyc-") as tmp:

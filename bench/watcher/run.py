@@ -49,6 +49,7 @@ from typing import Any
 
 import requests
 
+from bench.harness import runguard
 from bench.harness.common import (
     RESULTS_DIR,
     child_pids,
@@ -575,12 +576,14 @@ def main(argv: list[str] | None = None) -> int:
         help="GET /watcher of ballast and paypal/load-watcher on one Prometheus (4 clients)",
     )
     redraw_option(parser, "--redraw", "draw a --vs-load-watcher result again, without running")
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     sized(args, {"nodes": 500, "rounds": 3, "duration": 5.0}, FULL)
     if args.redraw is not None:
         doc = json.loads(args.redraw.read_text())
         print(draw_vs_load_watcher(doc, picture_path(args.redraw)))
         return 0
+    runguard.start_run(parser, args.allow_dirty)
     if args.vs_load_watcher:
         output = args.output or RESULTS.with_name(
             f"{result_name('watcher-vs-load-watcher', args.nodes, args.quick)}.json"
