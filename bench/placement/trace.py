@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.harness import timescale
@@ -43,6 +43,7 @@ BACKGROUND = (5.0, 30.0)
 WAVES = 4
 GAP = 30.0
 AFTER = 120.0
+LENGTH = (WAVES - 1) * GAP + AFTER  # wall seconds from the first wave to the window's end
 # One trace step every STEP_WALL s, every contender's timing scaled to it (docs/trace.md).
 PLAYER = PlayerConfig(step_seconds=timescale.STEP_WALL)
 TIMING = timescale.trace_timing()
@@ -98,7 +99,20 @@ def measure_over_time(series: list[list[float]]) -> dict[str, Any]:
     }
 
 
-def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
+@dataclass
+class Setup:
+    """One window's plan and the simulator that plays it (the player not started yet)."""
+
+    nodes: list[pl.NodePlan]
+    pods: list[pl.PodPlan]
+    waves: list[int]
+    chosen: list[tuple[str, int]]
+    first_step: int
+    player: TracePlayer
+    config: Any
+
+
+def setup_window(trace: Trace, seed: int, contenders: list[str]) -> Setup:
     node_plans, pod_plans, waves, chosen = plan(trace, seed)
     first_step = day_start(trace, seed)
     workload_of = {
@@ -116,6 +130,13 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
     config = replace(
         pl.simulator_config(seed, node_plans, pod_plans), trace=player, ramp_seconds=RAMP
     )
+    return Setup(node_plans, pod_plans, waves, chosen, first_step, player, config)
+
+
+def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
+    w = setup_window(trace, seed, contenders)
+    node_plans, pod_plans, waves, chosen = w.nodes, w.pods, w.waves, w.chosen
+    first_step, player, config = w.first_step, w.player, w.config
     memory = {v: player.requests(vm)[1] for v, (vm, _) in enumerate(chosen)}
     specs = [
         NodeSpec(pl.node_name(c, i), cpu=str(n.cpu), memory=f"{4 * n.cpu}Gi",
@@ -148,7 +169,7 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
             ]
             with ThreadPoolExecutor(pl.CREATE_THREADS) as pool:
                 list(pool.map(lambda b: maker.create(pl.NAMESPACE, b), bodies))
-        pl._sleep_until(first + (WAVES - 1) * GAP + AFTER)
+        pl._sleep_until(first + LENGTH)
         final_at = time.time()
         tracker.stop()
         placed_all = pl._placements(services.plane, tracker, wall_offset)
