@@ -5,7 +5,7 @@ binds a pod. Everything is torn down after.
 
 The containers share the project's bridge network, as compose makes it; the scheduler reaches
 the apiserver, which listens on loopback, through a relay on that network's gateway
-(tests/containers/relay.py) and the certificate's name `kubernetes` (tls-server-name).
+(sandbox/cluster/relay.py) and the certificate's name `kubernetes` (tls-server-name).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import yaml
 from kubernetes import client
 
 from sandbox.cluster.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.cluster.relay import Relay
 from tests.containers.conftest import BALLAST, NODE_EXPORTER, PROMETHEUS, REDIS, ROOT, Podman
-from tests.containers.relay import Relay
 from tests.fixtures.ports import free_port, wait_for
 
 # compose/prometheus.yml labels node-exporter's series with this node name.
