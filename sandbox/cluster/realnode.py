@@ -2,14 +2,17 @@
 containerd and runc from Debian's packages and the bridge CNI plugin.
 
 Pods on it get addresses on a bridge this module makes (`BRIDGE`, `SUBNET`), inside network
-namespaces containerd's CRI makes for each pod; nothing is routed off the machine (no
-masquerading). The kubelet reaches the apiserver on loopback with the sandbox's admin
-kubeconfig. Images come from `make image` (podman's store), imported into containerd's `k8s.io`
-namespace, so nothing is pulled. No kube-proxy and no cluster DNS run: a pod that needs a
-Service (or the `kubernetes` Service) does not work here.
+namespaces containerd's CRI makes for each pod; their one route leads to the Service range
+through the host, nothing is routed off the machine (no default route, no masquerading to the
+outside). The kubelet reaches the apiserver on loopback with the sandbox's admin kubeconfig.
+Services work as in a cluster (servicenet.py): kube-proxy turns Service IPs into endpoints,
+CoreDNS answers `cluster.local`, and the `kubernetes` Service leads to the apiserver through a
+relay on the bridge's gateway. Images come from `make image` (podman's store), imported into
+containerd's `k8s.io` namespace, so nothing is pulled.
 
-`RealNode(plane, state_dir).start()` starts containerd and the kubelet and waits for the Node to
-be Ready; `stop()` deletes the node's pods, stops both and removes the bridge.
+`RealNode(plane, state_dir).start()` starts containerd and the kubelet, waits for the Node to be
+Ready and starts the Services' parts; `stop()` deletes the node's pods, stops everything and
+removes what it left on the machine (leftovers.py): rules, bridge, namespaces, cgroups.
 """
 
 from __future__ import annotations
