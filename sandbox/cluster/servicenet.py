@@ -149,10 +149,10 @@ class ServiceNet:
             "coredns",
             [str(coredns_binary()), "-conf", str(self._write_corefile(ready_port))],
         )
-        self._wait("coredns", lambda: _ok(f"http://127.0.0.1:{ready_port}/ready"))
+        self._wait("coredns", f"http://127.0.0.1:{ready_port}/ready")
         healthz = processes.free_port()
         self._spawn("kube-proxy", [str(kube_proxy_binary()), *self._kube_proxy_args(healthz)])
-        self._wait("kube-proxy", lambda: _ok(f"http://127.0.0.1:{healthz}/healthz"))
+        self._wait("kube-proxy", f"http://127.0.0.1:{healthz}/healthz")
 
     def stop(self, api_up: bool = True) -> None:
         """Ends the three processes, removes kube-proxy's rules and, with the apiserver up,
@@ -266,24 +266,32 @@ class ServiceNet:
             name, argv, self.log_dir, self.pid_dir, env, die_with_parent=self.die_with_parent
         )
 
-    def _wait(self, name: str, ready, timeout: float = READY_TIMEOUT) -> None:
+    def _wait(self, name: str, url: str, timeout: float = READY_TIMEOUT) -> None:
+        """Until `url` answers 200; fails with its last answer and the log's tail."""
         deadline = time.monotonic() + timeout
+        answer = "no answer yet"
         while time.monotonic() < deadline:
             rec = next((r for r in processes.recorded(self.pid_dir) if r.name == name), None)
             if rec is None or not processes.alive(rec):
+                answer = "exited"
                 break
-            if ready():
+            answer = _probe(url)
+            if answer == "200":
                 return
             time.sleep(0.3)
         log = self.log_dir / f"{name}.log"
-        raise StartupError(f"{name} not ready after {timeout:.0f} s; log {log}:\n"
-                           + processes.log_tail(log, 30))  # fmt: skip
+        raise StartupError(
+            f"{name} not ready after {timeout:.0f} s ({url}: {answer}); log {log}:\n"
+            + processes.log_tail(log, 30)
+        )
 
 
-def _ok(url: str) -> bool:
+def _probe(url: str) -> str:
+    """The status code `url` answers, or why there was none."""
     with requests.Session() as s:
         s.trust_env = False  # no proxy for loopback
         try:
-            return s.get(url, timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
+            answer = s.get(url, timeout=2)
+        except requests.RequestException as exc:
+            return type(exc).__name__
+        return str(answer.status_code) + ("" if answer.ok else f" {answer.text[:200]}")
