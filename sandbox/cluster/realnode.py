@@ -400,7 +400,11 @@ def up(plane: ControlPlane, state_dir: Path, say: build.Printer = print) -> Real
     if not archives or archives[0].name != "ballast-pause_1.tar":
         raise SandboxError(f"podman has no {PAUSE_IMAGE}: build it with `make image`")
     node = RealNode(plane, folder)
-    seconds = node.start(archives)
+    try:
+        seconds = node.start(archives)
+    except BaseException:
+        node.stop()  # a half-started node leaves nothing running, no rule, no bridge
+        raise
     for archive in archives:
         archive.unlink()
     say(f"real node {node.name} Ready in {seconds:.1f} s ({len(archives)} images imported)")
