@@ -17,6 +17,7 @@ import secrets
 import subprocess
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -192,6 +193,21 @@ def _wait_parts_ready(core, node: realnode.RealNode, what: str, old: dict[str, s
         raise AssertionError(f"{exc}\n{_explain(core, node, (NAMESPACE, MONITORING))}") from None
 
 
+def _as_run(node: realnode.RealNode, pod: client.V1Pod) -> tuple[int, str, int]:
+    """The pod's first container's process as the host sees it: its uid, the options of its
+    root mount, its effective capabilities."""
+    cid = pod.status.container_statuses[0].container_id.split("://", 1)[1]
+    tasks = node.ctr("tasks", "ls").stdout.splitlines()[1:]
+    pid = next(line.split()[1] for line in tasks if line.split()[0] == cid)
+    status = Path(f"/proc/{pid}/status").read_text()
+    uid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
+    caps = int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("CapEff:")), 16)  # fmt: skip
+    mounts = Path(f"/proc/{pid}/mounts").read_text().splitlines()
+    root = next(line.split()[3] for line in mounts if line.split()[1] == "/")
+    return uid, root, caps
+
+
 def _watcher_readyz(pod: client.V1Pod) -> dict:
     url = f"http://{pod.status.pod_ip}:2020/readyz"
     with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 -- a pod of the test
@@ -280,12 +296,15 @@ def test_the_chart_runs_on_the_real_node(node, sandbox, kube_api, tmp_path):
             _helm(sandbox, "install", *chart_args, f"--set=redis.auth.password={first}")
             pods = _wait_parts_ready(core, node, "every part Ready on the real node", {})
             for part, pod in pods.items():
-                # What the chart asked for, as the node ran it.
                 container = pod.spec.containers[0]
-                assert pod.spec.security_context.run_as_non_root, part
-                assert container.security_context.read_only_root_filesystem, part
-                assert container.readiness_probe is not None, part
                 assert container.image == (REDIS if part == "redis" else BALLAST), part
+                assert container.readiness_probe is not None, part
+                # What the chart asked for, as runc ran it: the process's user, its root
+                # filesystem read-only, no capability.
+                uid, root, caps = _as_run(node, pod)
+                assert uid == (999 if part == "redis" else 10001), part
+                assert root.startswith("ro"), (part, root)
+                assert caps == 0, part
             _check_serving(pods, first)
             _place_a_pod(core, node)
 
