@@ -24,7 +24,6 @@ in the node's pid folder, so `RealNode.stop` ends them with the kubelet and cont
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import subprocess
@@ -49,12 +48,6 @@ STATE_FILE = "servicenet.json"
 READY_TIMEOUT = 120.0
 COMMAND_TIMEOUT = 60.0
 FIREWALL_CHAIN = "KUBE-FIREWALL"
-
-
-def service_ip() -> str:
-    """The `kubernetes` Service's address: the first of the service range."""
-    net = ipaddress.ip_network(defaults.SERVICE_CLUSTER_IP_RANGE)
-    return str(net.network_address + 1)
 
 
 def kube_proxy_binary() -> Path:
@@ -177,10 +170,11 @@ class ServiceNet:
         # kube-proxy's own cleanup: its chains and jumps in both families (it also tries IPVS and
         # nftables, whose absence it reports; its exit code says nothing about iptables alone).
         with (self.log_dir / "kube-proxy-cleanup.log").open("w") as log:
-            subprocess.run(
-                [str(kube_proxy_binary()), "--cleanup", "--proxy-mode=iptables"],
-                stdout=log, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT,
-            )  # fmt: skip
+            if kube_proxy_binary().is_file():
+                subprocess.run(
+                    [str(kube_proxy_binary()), "--cleanup", "--proxy-mode=iptables"],
+                    stdout=log, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT,
+                )  # fmt: skip
         for family in _firewall_chains():
             if family in firewall_chain_before:
                 continue
