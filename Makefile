@@ -236,14 +236,16 @@ container-deps:
 image: container-deps
 	@hack/image.sh
 
-# The kubelet of the sandbox's real node (sandbox/cluster/realnode.py), from the components module;
-# after the sandbox's build, never beside another.
+# The sandbox's real node (sandbox/cluster/realnode.py): the kubelet and kube-proxy from
+# sandbox/cluster/kubelet, then CoreDNS from sandbox/cluster/coredns; after the sandbox's build,
+# never beside another.
 kubelet-build: sandbox-build
 	$(PY) -m sandbox.cluster.realnode
 
 # The images run for real (tests/containers/): read-only and non-root, compose.yaml against the
-# sandbox, a pod on a real kubelet. Not in `make test`'s 30 minutes: `.ci/run` runs it after.
-test-containers: image venv sandbox-build kubelet-build
+# sandbox, a pod and the chart on a real kubelet. Not in `make test`'s 30 minutes: `.ci/run`
+# runs it after.
+test-containers: image venv sandbox-build helm-build kubelet-build
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/containers
 
 # compose.yaml brought up with the local images against a sandbox apiserver, then torn down.

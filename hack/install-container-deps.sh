@@ -15,6 +15,8 @@ command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v podman-compose >/dev/null || need+=(podman-compose)
 # The real node (sandbox/cluster/realnode.py): containerd, and a C compiler for its pause image.
 command -v containerd >/dev/null || need+=(containerd)
+# Its kube-proxy programs iptables (the nf_tables backend here) and reads it back with *-save.
+command -v iptables-save >/dev/null || need+=(iptables)
 command -v cc >/dev/null || need+=(gcc)
 [[ -e /usr/lib/x86_64-linux-gnu/libc.a || -e /usr/lib/aarch64-linux-gnu/libc.a ]] || need+=(libc6-dev)
 "$(dirname "$0")/apt-install.sh" ${need[@]+"${need[@]}"}

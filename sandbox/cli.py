@@ -80,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--real-node",
         action="store_true",
-        help="also run one real node (kubelet, containerd, runc, bridge CNI) with `make image`'s "
-        "images imported (sandbox/cluster/realnode.py)",
+        help="also run one real node (kubelet, containerd, runc, bridge CNI; kube-proxy and "
+        "CoreDNS for Services) with `make image`'s images imported (sandbox/cluster/realnode.py)",
     )
     p.set_defaults(func=_guarded(cmd_up))
 

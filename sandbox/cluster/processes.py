@@ -20,6 +20,7 @@ from pathlib import Path
 from sandbox.cluster.errors import PortInUseError
 
 PR_SET_PDEATHSIG = 1
+EXEC_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,17 @@ def spawn(
             start_new_session=True,
             preexec_fn=_die_with_parent if die_with_parent else None,
         )
+    # Popen returns once the exec has begun, before the kernel has laid out a large binary's
+    # arguments: /proc/PID/cmdline reads empty for a moment (measured: 199 of 300 starts of
+    # the 54 MB CoreDNS), and `alive` would call the process gone.
+    deadline = time.monotonic() + EXEC_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                break
+        except OSError:
+            break
+        time.sleep(0.005)
     record = {"pid": proc.pid, "exe": argv[0], "started": time.time()}
     (pid_dir / f"{name}.pid").write_text(json.dumps(record))
     return proc

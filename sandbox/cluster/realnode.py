@@ -2,14 +2,17 @@
 containerd and runc from Debian's packages and the bridge CNI plugin.
 
 Pods on it get addresses on a bridge this module makes (`BRIDGE`, `SUBNET`), inside network
-namespaces containerd's CRI makes for each pod; nothing is routed off the machine (no
-masquerading). The kubelet reaches the apiserver on loopback with the sandbox's admin
-kubeconfig. Images come from `make image` (podman's store), imported into containerd's `k8s.io`
-namespace, so nothing is pulled. No kube-proxy and no cluster DNS run: a pod that needs a
-Service (or the `kubernetes` Service) does not work here.
+namespaces containerd's CRI makes for each pod; their one route leads to the Service range
+through the host, nothing is routed off the machine (no default route, no masquerading to the
+outside). The kubelet reaches the apiserver on loopback with the sandbox's admin kubeconfig.
+Services work as in a cluster (servicenet.py): kube-proxy turns Service IPs into endpoints,
+CoreDNS answers `cluster.local`, and the `kubernetes` Service leads to the apiserver through a
+relay on the bridge's gateway. Images come from `make image` (podman's store), imported into
+containerd's `k8s.io` namespace, so nothing is pulled.
 
-`RealNode(plane, state_dir).start()` starts containerd and the kubelet and waits for the Node to
-be Ready; `stop()` deletes the node's pods, stops both and removes the bridge.
+`RealNode(plane, state_dir).start()` starts containerd and the kubelet, waits for the Node to be
+Ready and starts the Services' parts; `stop()` deletes the node's pods, stops everything and
+removes what it left on the machine (leftovers.py): rules, bridge, namespaces, cgroups.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from sandbox.cluster import build, defaults, processes, versions
+from sandbox.cluster import build, defaults, leftovers, processes, servicenet, versions
 from sandbox.cluster.controlplane import ControlPlane
 from sandbox.cluster.errors import SandboxError, StartupError
 
@@ -40,6 +43,9 @@ PAUSE_IMAGE = "localhost/ballast-pause:1"
 READY_TIMEOUT = 120.0
 COMMAND_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
+# The CNI network's name: CNI keys its result cache on it (leftovers.forget_networks).
+NETWORK = "ballast-realnode"
+STATE_FILE = "realnode.json"
 
 
 def kubelet_binary() -> Path:
@@ -54,12 +60,14 @@ def kubelet_go_mod_mismatches() -> list[str]:
 
 
 def ensure_kubelet(say: build.Printer = print) -> Path:
-    """The kubelet from its wrapper module (sandbox/cluster/kubelet: components/go.mod's pins and
-    replaces, tidied for the kubelet's own imports), built when missing.
+    """The kubelet and kube-proxy from their wrapper module (sandbox/cluster/kubelet:
+    components/go.mod's pins and replaces, tidied for their own imports; kube-proxy's main in
+    its kube-proxy/ folder), built when missing, in one `go build`.
 
     A Go build: run it alone, never beside another (2 cores)."""
     target = kubelet_binary()
-    if target.is_file():
+    todo = [p for p in (target, servicenet.kube_proxy_binary()) if not p.is_file()]
+    if not todo:
         return target
     problems = kubelet_go_mod_mismatches()
     if problems:
@@ -69,14 +77,24 @@ def ensure_kubelet(say: build.Printer = print) -> Path:
         )
     go = build.find_go()
     target.parent.mkdir(parents=True, exist_ok=True)
-    say(f"building kubelet (Kubernetes {versions.KUBERNETES_VERSION})")
+    names = " and ".join(p.name for p in todo)
+    say(f"building {names} (Kubernetes {versions.KUBERNETES_VERSION})")
+    packages = {"kubelet": ".", "kube-proxy": servicenet.KUBE_PROXY_PACKAGE}
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-kubelet-") as tmp:
         cmd = [go, "build", "-buildvcs=false", "-ldflags", build._version_ldflags()]
-        cmd += ["-o", f"{tmp}/kubelet", "."]
+        cmd += ["-o", f"{tmp}/"] + [packages[p.name] for p in todo]
         log = target.parent / "build-kubelet.log"
-        build._run(cmd, KUBELET_DIR, dict(os.environ), log, "kubelet", say)
-        (Path(tmp) / "kubelet").replace(target)
+        build._run(cmd, KUBELET_DIR, dict(os.environ), log, names, say)
+        for path in todo:
+            (Path(tmp) / path.name).replace(path)
     return target
+
+
+def ensure_binaries(say: build.Printer = print) -> None:
+    """Everything the real node runs that the sandbox builds: the kubelet and kube-proxy, then
+    CoreDNS (one Go build after the other)."""
+    ensure_kubelet(say)
+    servicenet.ensure_coredns(say)
 
 
 def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -108,6 +126,10 @@ class RealNode:
         net = ipaddress.ip_network(SUBNET)
         self.gateway = str(net.network_address + 1)
         self.prefix = net.prefixlen
+        self.services = servicenet.ServiceNet(
+            plane, name, self.gateway, SUBNET, self.state_dir, self.log_dir, self.pid_dir,
+            die_with_parent,
+        )  # fmt: skip
 
     # -- files ------------------------------------------------------------------------------
 
@@ -116,7 +138,7 @@ class RealNode:
         cni_dir.mkdir(parents=True, exist_ok=True)
         conflist = {
             "cniVersion": "0.4.0",
-            "name": "ballast-realnode",
+            "name": NETWORK,
             "plugins": [
                 {
                     "type": "bridge",
@@ -128,6 +150,9 @@ class RealNode:
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": SUBNET, "gateway": self.gateway}]],
+                        # Service IPs through the host, where kube-proxy's rules turn them into
+                        # endpoints; no default route: any other address is unreachable.
+                        "routes": [{"dst": defaults.SERVICE_CLUSTER_IP_RANGE}],
                         "dataDir": str(self.state_dir / "cni-ipam"),
                     },
                 },
@@ -180,7 +205,16 @@ state = "{self.run_dir / "state"}"
             },
             "authorization": {"mode": "AlwaysAllow"},
             "podCIDR": SUBNET,
-            "resolvConf": "/etc/resolv.conf",
+            # Pods resolve through the sandbox's CoreDNS only (servicenet.py): no search path
+            # or nameserver of the machine's own reaches them, so no query leaves it.
+            "clusterDNS": [self.services.dns],
+            "clusterDomain": servicenet.CLUSTER_DOMAIN,
+            "resolvConf": "",
+            # The kubelet's KUBE-FIREWALL and canary chains would stay on the machine after it
+            # stops; kube-proxy makes the one rule that matters and the sandbox removes it.
+            "makeIPTablesUtilChains": False,
+            # Containers' logs in the state folder, not /var/log/pods.
+            "podLogsDir": str(self.state_dir / "pod-logs"),
             "protectKernelDefaults": False,
             "serializeImagePulls": False,
             "registerNode": True,
@@ -200,6 +234,9 @@ state = "{self.run_dir / "state"}"
         started = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        # Whether another kubelet made its QoS cgroups already: then `stop` leaves them.
+        state = {"kube_cgroups_before": bool(leftovers.kube_cgroups())}
+        (self.state_dir / STATE_FILE).write_text(json.dumps(state))
         self._make_bridge()
         containerd = self._write_containerd_config()
         processes.spawn(
@@ -209,7 +246,7 @@ state = "{self.run_dir / "state"}"
             self.pid_dir,
             die_with_parent=self.die_with_parent,
         )
-        self._wait(lambda: self.ctr("version", check=False).returncode == 0, "containerd")
+        self._wait(lambda: self.ctr("version", check=False).returncode == 0, "containerd", 60.0)
         for archive in images or []:
             self.ctr("images", "import", "--no-unpack", str(archive))
         kubelet = self._write_kubelet_config()
@@ -229,6 +266,7 @@ state = "{self.run_dir / "state"}"
             die_with_parent=self.die_with_parent,
         )
         self._wait(self._node_ready, f"node {self.name} Ready", READY_TIMEOUT)
+        self.services.start()
         return time.monotonic() - started
 
     def ctr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -273,17 +311,33 @@ state = "{self.run_dir / "state"}"
 
     def stop(self, drain: bool = True) -> None:
         """Deletes the node's pods (the kubelet tears their sandboxes down, CNI releasing the
-        addresses), then stops the kubelet and containerd and removes what they left. Without
-        the apiserver (`drain=False`) the pods' containers are killed with containerd."""
+        addresses), then stops the kubelet, kills with containerd whatever still runs, stops
+        the rest and removes what they left (leftovers.py). Without the apiserver
+        (`drain=False`) the pods' containers are killed with containerd."""
         try:
             if drain:
                 self._drain()
         finally:
-            for rec in reversed(processes.recorded(self.pid_dir)):  # kubelet first
+            recorded = processes.recorded(self.pid_dir)
+            for rec in recorded:
+                if rec.name == "kubelet":  # first: it would start the pods again
+                    processes.stop(rec, defaults.STOP_TIMEOUT)
+            if any(r.name == "containerd" and processes.alive(r) for r in recorded):
+                pods = leftovers.sandboxes(self.ctr)
+                leftovers.kill_containers(self.ctr)
+                leftovers.forget_networks(NETWORK, pods)
+            for rec in processes.recorded(self.pid_dir):
                 processes.stop(rec, defaults.STOP_TIMEOUT)
-            self._kill_shims()
+            self.services.stop(api_up=drain)
+            leftovers.kill_shims(self.socket)
             _run(["ip", "link", "del", BRIDGE], check=False)
-            for mount in _mounts_under(self.state_dir, self.run_dir):
+            leftovers.remove_log_links(self.state_dir)
+            state = self.state_dir / STATE_FILE
+            if state.is_file():
+                if not json.loads(state.read_text())["kube_cgroups_before"]:
+                    leftovers.remove_cgroups()
+                state.unlink()
+            for mount in leftovers.mounts_under(self.state_dir, self.run_dir):
                 _run(["umount", "-l", mount], check=False)
             shutil.rmtree(self.run_dir, ignore_errors=True)
             if drain:
@@ -296,6 +350,11 @@ state = "{self.run_dir / "state"}"
     def _drain(self) -> None:
         with self.plane.api_client() as api:
             core = client.CoreV1Api(api)
+            # Cordoned first, so that a controller's replacement pod is not bound here again.
+            try:
+                core.patch_node(self.name, {"spec": {"unschedulable": True}}, _request_timeout=10)
+            except client.ApiException:
+                pass
             selector = f"spec.nodeName={self.name}"
             for pod in core.list_pod_for_all_namespaces(
                 field_selector=selector, _request_timeout=10
@@ -307,25 +366,6 @@ state = "{self.run_dir / "state"}"
         deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline and self.ctr("tasks", "ls", "-q", check=False).stdout:
             time.sleep(0.5)
-
-    def _kill_shims(self) -> None:
-        # The runc shims outlive containerd by design; those of this node name its socket.
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            try:
-                argv = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if (
-                argv
-                and argv[0].endswith(b"containerd-shim-runc-v2")
-                and str(self.socket).encode() in b" ".join(argv)
-            ):
-                try:
-                    os.kill(int(proc.name), 9)
-                except OSError:
-                    pass
 
 
 # What `make image` builds, imported by `ballast sandbox up --real-node` when podman has it.
@@ -352,15 +392,19 @@ def save_images(images: Iterable[str], folder: Path) -> list[Path]:
 
 
 def up(plane: ControlPlane, state_dir: Path, say: build.Printer = print) -> RealNode:
-    """`ballast sandbox up --real-node`: the kubelet (built when missing) and containerd, with
-    `make image`'s images imported."""
-    ensure_kubelet(say)
+    """`ballast sandbox up --real-node`: the kubelet, kube-proxy and CoreDNS (built when
+    missing) and containerd, with `make image`'s images imported."""
+    ensure_binaries(say)
     folder = state_dir / "realnode"
     archives = save_images(LOCAL_IMAGES, folder / "images")
     if not archives or archives[0].name != "ballast-pause_1.tar":
         raise SandboxError(f"podman has no {PAUSE_IMAGE}: build it with `make image`")
     node = RealNode(plane, folder)
-    seconds = node.start(archives)
+    try:
+        seconds = node.start(archives)
+    except BaseException:
+        node.stop()  # a half-started node leaves nothing running, no rule, no bridge
+        raise
     for archive in archives:
         archive.unlink()
     say(f"real node {node.name} Ready in {seconds:.1f} s ({len(archives)} images imported)")
@@ -377,14 +421,5 @@ def down(plane: ControlPlane, state_dir: Path) -> bool:
     return True
 
 
-def _mounts_under(*roots: Path) -> list[str]:
-    found = []
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        target = line.split()[1]
-        if any(target.startswith(str(root)) for root in roots):
-            found.append(target)
-    return sorted(found, key=len, reverse=True)  # deepest first
-
-
 if __name__ == "__main__":  # `make kubelet-build`
-    ensure_kubelet()
+    ensure_binaries()

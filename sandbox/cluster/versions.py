@@ -46,6 +46,9 @@ KOORDINATOR_VERSION = "1.8.0"
 # on the same Prometheus (bench/watcher/run.py --vs-load-watcher). The release Trimaran 0.34.7
 # depends on (its go.mod), so the module cache already holds it.
 LOAD_WATCHER_VERSION = "0.2.4"
+# github.com/coredns/coredns, the real node's cluster DNS (sandbox/cluster/coredns): the newest
+# release built on the pinned Kubernetes minor's client-go (0.34; 1.14.2 moved to 0.35).
+COREDNS_VERSION = "1.14.1"
 
 
 def staging_version() -> str:
@@ -134,6 +137,20 @@ def load_watcher_go_mod_mismatches(go_mod: str) -> list[str]:
     elif found.group(1) != wanted:
         problems.append(f"github.com/paypal/load-watcher is {found.group(1)}, pinned {wanted}")
     return problems
+
+
+def coredns_binary() -> str:
+    """CoreDNS's name in the binary cache: a new pin builds a new one."""
+    return f"coredns-{COREDNS_VERSION}"
+
+
+def coredns_go_mod_mismatches(go_mod: str) -> list[str]:
+    """coredns/go.mod must require the pinned release and the Kubernetes clients at the
+    sandbox's staging version."""
+    staging = f"v{staging_version()}"
+    wanted = {"github.com/coredns/coredns": f"v{COREDNS_VERSION}", "k8s.io/client-go": staging}
+    problems = go_mod_mismatches(go_mod, wanted)
+    return [p for p in problems if p != "no k8s.io staging replace directives"]
 
 
 def helm_binary() -> str:

@@ -5,7 +5,7 @@ binds a pod. Everything is torn down after.
 
 The containers share the project's bridge network, as compose makes it; the scheduler reaches
 the apiserver, which listens on loopback, through a relay on that network's gateway
-(tests/containers/relay.py) and the certificate's name `kubernetes` (tls-server-name).
+(sandbox/cluster/relay.py) and the certificate's name `kubernetes` (tls-server-name).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -23,13 +24,14 @@ import yaml
 from kubernetes import client
 
 from sandbox.cluster.nodes import NodeSpec, create_nodes, delete_nodes, wait_ready
+from sandbox.cluster.relay import Relay
 from tests.containers.conftest import BALLAST, NODE_EXPORTER, PROMETHEUS, REDIS, ROOT, Podman
-from tests.containers.relay import Relay
 from tests.fixtures.ports import free_port, wait_for
 
 # compose/prometheus.yml labels node-exporter's series with this node name.
 NODE = "compose-node"
 UP_TIMEOUT = 300.0
+CNI_NETWORKS = Path("/var/lib/cni/networks")
 
 
 def _inline_kubeconfig(path: Path, server: str) -> dict:
@@ -102,6 +104,8 @@ def compose_up(podman: Podman, sandbox, tmp_path: Path) -> Iterator[dict[str, st
             env=env, capture_output=True, text=True, timeout=UP_TIMEOUT,
         )  # fmt: skip
         podman("network", "rm", "-f", network, check=False)
+        # podman's CNI backend keeps the network's host-local address book after `rm`.
+        shutil.rmtree(CNI_NETWORKS / network, ignore_errors=True)
         if relay is not None:
             relay.close()
 
