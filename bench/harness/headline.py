@@ -35,7 +35,7 @@ RESULTS = REPO / "bench/results"
 # Per benchmark: the result files it reads and, per scenario, the figure heading its column
 # ("*": every other scenario). Lower is better for each.
 FILES = {
-    "placement": ("placement.json",),
+    "placement": ("placement.json", "placement-trace.json"),
     "rebalance": ("rebalance.json", "rebalance-trace.json"),
 }
 MEASURES = {
