@@ -253,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--landing-sizes", help="node counts of the landing clusters (200,...)")
     parser.add_argument("--seeds", type=int, help="landing clusters per size (8)")
     parser.add_argument("--starts", type=int, help="cycle starts replayed per move (20)")
-    parser.add_argument("--pods-per-node", type=float, default=10.0)
+    parser.add_argument(
+        "--pods-per-node", type=float, default=10.0, help="on average, DaemonSet pods too"
+    )
     parser.add_argument("--hot-share", type=float, default=0.02, help="of the cost's nodes")
     parser.add_argument("--cold-share", type=float, default=0.3, help="of the cost's nodes")
     parser.add_argument("--out", type=Path)
