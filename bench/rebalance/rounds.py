@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
 import time
@@ -197,6 +198,44 @@ def measure_landing(
     return out
 
 
+def markdown(doc: dict[str, Any]) -> str:
+    """The result as two tables for the docs: the cost per size and setting, the landings per
+    mix, size and setting."""
+
+    def cpu(block: dict[str, Any]) -> str:
+        c = block["cpu_s"]
+        return f"{c['median']:.3f} ({c['min']:.3f}..{c['max']:.3f})"
+
+    lines = [
+        "| nodes | pods | hot | percentageOfNodesToScore (sample) | a round: CPU s | views | "
+        "moves | hot nodes planned | one hot node: CPU s | its views | ms a view |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in doc["cost"]:
+        lines.append(
+            f"| {r['nodes']:,} | {r['pods']:,} | {r['hot']} | {r['percentage']} ({r['sample']:,}) "
+            f"| {cpu(r['round'])} | {r['round']['views']} | {r['round']['moves']} "
+            f"| {r['round']['hot_planned']} | {cpu(r['hot_node'])} "
+            f"| {r['hot_node']['views']['median']} | {r['view_ms']} |"
+        )
+    lines += [
+        "",
+        "| mix | nodes | percentageOfNodesToScore (sample) | moves | picks | "
+        + " | ".join(landings.CHECKS)
+        + " | moves safe from every start |",
+        "| --- | --- | --- | --- | --- | "
+        + " | ".join("---" for _ in landings.CHECKS)
+        + " | --- |",
+    ]
+    for r in doc["landing"]:
+        shares = " | ".join(f"{100 * r[c]:.1f} %" for c in landings.CHECKS)
+        lines.append(
+            f"| {r['mix']} | {r['nodes']:,} | {r['percentage']} ({r['sample']:,}) | {r['moves']} "
+            f"| {r['replays']} | {shares} | {r['moves_safe_every_start']} of {r['moves']} |"
+        )
+    return "\n".join(lines)
+
+
 def plot(doc: dict[str, Any], folder: Path, prefix: str = "rebalance-rounds") -> list[Path]:
     """CPU per round and per hot node against nodes; the landing checks per cluster."""
     fig, (cost, land) = new_figure(13, 4.5, ncols=2, width_ratios=(1, 1.4))
@@ -260,10 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-share", type=float, default=0.3, help="of the cost's nodes")
     parser.add_argument("--out", type=Path)
     redraw_option(parser, "--plot", "only draw an earlier result's picture (beside it)")
+    parser.add_argument("--table", type=Path, help="print a result JSON as markdown and exit")
     runguard.add_options(parser)
     args = parser.parse_args(argv)
     if args.plot is not None:
         return redraw(args.plot, plot)
+    if args.table is not None:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
     sized(
         args,
         quick={"sizes": "200,500", "repeats": 2, "per_node": 3, "landing_sizes": "200",

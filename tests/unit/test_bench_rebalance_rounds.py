@@ -138,3 +138,31 @@ def test_rates_count_each_check():
         "safe": 0.5,
     }
     assert landings.rates([])["replays"] == 0
+
+
+def test_the_table_shows_each_row():
+    c = {"median": 0.5, "min": 0.4, "max": 0.7}
+    cost = {
+        "nodes": 5000,
+        "pods": 50000,
+        "hot": 100,
+        "percentage": 0,
+        "sample": 500,
+        "round": {"cpu_s": c, "views": 70, "moves": 5, "hot_planned": 6},
+        "hot_node": {"cpu_s": c, "views": {"median": 12}},
+        "view_ms": 80.0,
+    }
+    land = {
+        "mix": "busy",
+        "nodes": 2000,
+        "percentage": 0,
+        "sample": 680,
+        "moves": 40,
+        "replays": 800,
+        "moves_safe_every_start": 39,
+        **dict.fromkeys(landings.CHECKS, 0.5),
+    }
+    text = rounds.markdown({"cost": [cost], "landing": [land]})
+    assert "| 5,000 | 50,000 | 100 | 0 (500) | 0.500 (0.400..0.700) | 70 | 5 | 6 |" in text
+    assert "| busy | 2,000 | 0 (680) | 40 | 800 | 50.0 % |" in text
+    assert text.rstrip().endswith("| 39 of 40 |")
