@@ -9,8 +9,9 @@ on the whole cluster, the set chosen, the landing checked), with the chart's sch
 and rebalancer settings (charts/ballast/values.yaml) and percentageOfNodesToScore at the chart's
 0 (upstream's adaptive sample) and at 100 (every node). CPU is the process's
 (time.process_time), per round (every hot node confirmed, the round's limits as configured)
-and per hot node (one node planned alone), over several repeats. Landings: bench/rebalance/
-landings.py. `python -m bench.rebalance.rounds [--quick]`; `make bench-rebalance-rounds`.
+and per hot node (one node planned alone), over several repeats, the two settings taking turns.
+Landings: bench/rebalance/landings.py. `python -m bench.rebalance.rounds [--quick]`;
+`make bench-rebalance-rounds`.
 """
 
 from __future__ import annotations
@@ -114,43 +115,53 @@ def measure_cost(nodes: int, args: argparse.Namespace, judging: tuple, say: Call
     say(f"{nodes} nodes, {cluster.pods} pods, {len(hot)} hot: built in {built:.1f} s of CPU")
     view = classify(list(snap.nodes), snap.loads, s.rules, s.threshold_mode)
     order = sorted(hot, key=lambda n: -max(view.excess(n).values()))[: args.per_node]
-    out = []
-    for percentage in PERCENTAGES:
-        judge = judge_for(profile, s, est, snap, percentage)
-        rounds, plan = [], Plan()
-        for _ in range(args.repeats):
+    judges = {p: judge_for(profile, s, est, snap, p) for p in PERCENTAGES}
+    rounds: dict[int, list[float]] = {p: [] for p in PERCENTAGES}
+    plans: dict[int, Plan] = {}
+    views: dict[int, int] = {}
+    alone: dict[int, list[float]] = {p: [] for p in PERCENTAGES}
+    alone_views: dict[int, list[int]] = {p: [] for p in PERCENTAGES}
+    # The settings take turns, so a change in what else the machine does falls on both.
+    for _ in range(args.repeats):
+        for p, judge in judges.items():
             judge.views = 0
-            cpu, plan = timed(lambda j=judge: one_round(j, snap, hot, s))
-            rounds.append(cpu)
-        round_views = judge.views
-        alone, views = [], []
-        for name in order:
+            cpu, plans[p] = timed(lambda j=judge: one_round(j, snap, hot, s))
+            rounds[p].append(cpu)
+            views[p] = judge.views
+    for name in order:
+        for p, judge in judges.items():
             judge.views = 0
             cpu, _ = timed(lambda j=judge, n=name: one_round(j, snap, [n], s))
-            alone.append(cpu)
-            views.append(judge.views)
+            alone[p].append(cpu)
+            alone_views[p].append(judge.views)
+    out = []
+    for p in PERCENTAGES:
         row = {
             "nodes": nodes,
             "pods": cluster.pods,
             "hot": len(hot),
-            "percentage": percentage,
-            "sample": nodes_to_find(nodes, percentage),
+            "percentage": p,
+            "sample": nodes_to_find(nodes, p),
             "round": {
-                "cpu_s": spread(rounds),
-                "repeats": len(rounds),
-                "views": round_views,
-                "moves": len(plan.moves),
-                "hot_planned": planned_hot(plan, hot),
+                "cpu_s": spread(rounds[p]),
+                "repeats": len(rounds[p]),
+                "views": views[p],
+                "moves": len(plans[p].moves),
+                "hot_planned": planned_hot(plans[p], hot),
             },
-            "hot_node": {"cpu_s": spread(alone), "views": spread(views), "timed": len(alone)},
-            "view_ms": round(1000 * statistics.median(rounds) / max(1, round_views), 2),
+            "hot_node": {
+                "cpu_s": spread(alone[p]),
+                "views": spread(alone_views[p]),
+                "timed": len(alone[p]),
+            },
+            "view_ms": round(1000 * statistics.median(rounds[p]) / max(1, views[p]), 2),
         }
+        r, h = row["round"], row["hot_node"]
         say(
-            f"  percentage {percentage}: round {row['round']['cpu_s']['median']:.3f} s "
-            f"({row['round']['cpu_s']['min']:.3f}..{row['round']['cpu_s']['max']:.3f}), "
-            f"{round_views} views, {len(plan.moves)} moves, {row['round']['hot_planned']} hot "
-            f"nodes planned; one hot node {row['hot_node']['cpu_s']['median']:.3f} s "
-            f"({row['hot_node']['cpu_s']['min']:.3f}..{row['hot_node']['cpu_s']['max']:.3f})"
+            f"  percentage {p}: round {r['cpu_s']['median']:.3f} s ({r['cpu_s']['min']:.3f}.."
+            f"{r['cpu_s']['max']:.3f}), {r['views']} views, {r['moves']} moves, "
+            f"{r['hot_planned']} hot nodes planned; one hot node {h['cpu_s']['median']:.3f} s "
+            f"({h['cpu_s']['min']:.3f}..{h['cpu_s']['max']:.3f})"
         )
         out.append(row)
     return out
