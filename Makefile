@@ -199,7 +199,7 @@ bench-rebalance-defaults: $(VENV)/.bench-installed
 # A rebalancer round's planning in process at 1,000, 2,000 and 5,000 nodes (CPU per round and
 # per hot node, sampling on and off) and where the scheduler's cycle puts each planned
 # replacement against the judge's prediction; no sandbox (minutes). BENCH_ARGS=--quick: 200 and
-# 500 nodes (seconds). bench/results/rebalance-rounds.{json,png}, docs/rebalancer.md.
+# 500 nodes (seconds). bench/results/rebalance-rounds.{json,png} (317 s), docs/rebalancer.md.
 bench-rebalance-rounds: $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance.rounds $(BENCH_ARGS)
 
@@ -210,6 +210,7 @@ bench-plots: $(VENV)/.bench-installed
 	$(PY) -m bench.placement.gpu --plot bench/results/placement-gpu.json
 	$(PY) -m bench.rebalance --plot bench/results/rebalance.json
 	$(PY) -m bench.rebalance --plot bench/results/rebalance-trace.json
+	$(PY) -m bench.rebalance.rounds --plot bench/results/rebalance-rounds.json
 	$(PY) -m bench.scheduler --plot bench/results/scheduler-backlog-budget.json
 	$(PY) -m bench.scheduler.perf --table bench/results/scheduler-perf-quick-idlegc.json
 	$(PY) -m bench.chaos --plot bench/results/chaos.json
