@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BALLAST := $(VENV)/bin/ballast
 
-.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots bench-headline chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
+.PHONY: all deps venv lock sandbox-build kube-scheduler-build trimaran-build helm-build victoriametrics-build thanos-build koordinator-build manifests metrics-server-build lint test fuzz demo demo-up bench-watcher bench-scheduler bench-scheduler-5000 bench-scheduler-perf bench-placement bench-placement-gpu bench-profiles bench-peaks bench-rebalance bench-drift-check bench-rebalance-defaults bench-rebalance-rounds bench-scheduler-cache bench-scheduler-startup bench-scheduler-loop bench-scheduler-inprocess bench-plots bench-headline chaos clean container-deps image test-containers compose-test kubelet-build loadwatcher-build
 
 all: test
 
@@ -207,6 +207,13 @@ bench-rebalance-defaults: $(VENV)/.bench-installed
 bench-headline: $(VENV)/.bench-installed
 	$(PY) -m bench.harness.headline --write README.md $(BENCH_ARGS)
 
+# A rebalancer round's planning in process at 1,000, 2,000 and 5,000 nodes (CPU per round and
+# per hot node, sampling on and off) and where the scheduler's cycle puts each planned
+# replacement against the judge's prediction; no sandbox (minutes). BENCH_ARGS=--quick: 200 and
+# 500 nodes (seconds). bench/results/rebalance-rounds.{json,png} (317 s), docs/rebalancer.md.
+bench-rebalance-rounds: $(VENV)/.bench-installed
+	$(PY) -m bench.rebalance.rounds $(BENCH_ARGS)
+
 # Every picture in bench/results/ drawn again from the results beside it, each family's own
 # plot; nothing is run (seconds).
 bench-plots: $(VENV)/.bench-installed
@@ -214,6 +221,7 @@ bench-plots: $(VENV)/.bench-installed
 	$(PY) -m bench.placement.gpu --plot bench/results/placement-gpu.json
 	$(PY) -m bench.rebalance --plot bench/results/rebalance.json
 	$(PY) -m bench.rebalance --plot bench/results/rebalance-trace.json
+	$(PY) -m bench.rebalance.rounds --plot bench/results/rebalance-rounds.json
 	$(PY) -m bench.scheduler --plot bench/results/scheduler-backlog-budget.json
 	$(PY) -m bench.scheduler.perf --table bench/results/scheduler-perf-quick-idlegc.json
 	$(PY) -m bench.chaos --plot bench/results/chaos.json
