@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             "background_cpu": pl.BACKGROUND,
             "hot_background_cpu": pl.HOT_BACKGROUND,
             "ramp_seconds": pl.RAMP_SECONDS,
+            "bind_wait_seconds": {"deadline": pl.BIND_DEADLINE, "quiet": pl.BIND_QUIET},
             "watcher": pl.WATCHER_ENV,
             "timing": pl.SYNTHETIC.record(),
             "fresh_node_metrics": asdict(pl.FRESH_NODE_METRICS),

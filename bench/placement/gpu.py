@@ -179,7 +179,10 @@ def run_one(seed: int, contenders: list[str], say=print) -> dict[str, Any]:
                 list(pool.map(lambda b: maker.create(pl.NAMESPACE, b), bodies))
         last_wave = first + (WAVES - 1) * GAP
         total = len(plans) * len(contenders)
-        while len(tracker.bound) < total and time.monotonic() < last_wave + pl.BIND_DEADLINE:
+        while not pl.binding_over(
+            time.monotonic(), last_wave, max(tracker.bound.values(), default=last_wave),
+            len(tracker.bound), total,
+        ):  # fmt: skip
             time.sleep(0.2)
         # The simulated device plugin hands out GPUs at its next tick.
         pl._sleep_until(max(tracker.bound.values(), default=first) + 2 * config.interval + 1)

@@ -71,7 +71,11 @@ IDLE_FACTOR = 0.02
 BACKGROUND = (5.0, 55.0)
 HOT_BACKGROUND = (70.0, 85.0)
 RAMP_SECONDS = 10.0
-BIND_DEADLINE = 90.0  # after the last wave; pods still pending then count as pending
+BIND_DEADLINE = 90.0  # after the last wave at most; pods still pending then count as pending
+# ... or sooner, once no pod has bound for BIND_QUIET s after the last wave: a pod a filter keeps
+# out is retried within the schedulers' 10 s maximum backoff, so three backoffs without a binding
+# say the rest stay pending (waiting out the deadline was 60 s of most seeds' 200).
+BIND_QUIET = 30.0
 WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
     "BALLAST_POLL_JITTER": "0",
@@ -726,8 +730,10 @@ def run_one(
                 list(pool.map(lambda b: maker.create(NAMESPACE, b), bodies))
         last_wave = first + (scenario.waves - 1) * scenario.gap
         total = len(pod_plans) * len(contenders)
-        deadline = last_wave + BIND_DEADLINE
-        while len(tracker.bound) < total and time.monotonic() < deadline:
+        while not binding_over(
+            time.monotonic(), last_wave, max(tracker.bound.values(), default=first),
+            len(tracker.bound), total,
+        ):  # fmt: skip
             time.sleep(0.2)
         last_bind = max(tracker.bound.values(), default=first)
         # Every pod at full use: the final state is judged after the ramp.
@@ -776,6 +782,14 @@ def _placements(
         if node:
             out[name] = (node, tracker.bound.get(name, time.monotonic()) + wall_offset)
     return out
+
+
+def binding_over(now: float, last_wave: float, last_bind: float, bound: int, total: int) -> bool:
+    """Whether a run stops waiting for bindings: every pod bound, BIND_DEADLINE after the last
+    wave, or BIND_QUIET without a binding since the last wave and the last bind."""
+    if bound >= total or now >= last_wave + BIND_DEADLINE:
+        return True
+    return now >= max(last_wave, last_bind) + BIND_QUIET
 
 
 def _sleep_until(moment: float) -> None:

@@ -123,3 +123,18 @@ def test_the_peak_contender_scores_with_peak_fit_alone_in_the_default_matrix():
     # beside the default profile and its A/A twin, whose spread the rule in docs/placement.md reads.
     assert {"ballast-peak", pl.DEFAULT_PROFILE, pl.AA} <= set(pl.CONTENDERS)
     assert "ballast-peak" not in pl.VARIANTS
+
+
+def test_the_wait_for_bindings_ends_when_all_bound_at_the_deadline_or_after_a_quiet_spell():
+    from bench.placement.run import BIND_DEADLINE, BIND_QUIET, binding_over
+
+    last_wave = 100.0
+    assert binding_over(101.0, last_wave, 101.0, 10, 10)  # every pod bound
+    assert not binding_over(101.0, last_wave, 101.0, 9, 10)
+    # Bindings still coming: the wait goes on until the deadline, and no longer.
+    assert not binding_over(last_wave + BIND_DEADLINE - 1, last_wave, last_wave + 80, 9, 10)
+    assert binding_over(last_wave + BIND_DEADLINE, last_wave, last_wave + 89, 9, 10)
+    # Nothing bound for BIND_QUIET seconds since the last wave and the last bind: over.
+    assert not binding_over(last_wave + BIND_QUIET - 1, last_wave, last_wave - 5, 9, 10)
+    assert binding_over(last_wave + BIND_QUIET, last_wave, last_wave - 5, 9, 10)
+    assert not binding_over(last_wave + BIND_QUIET + 5, last_wave, last_wave + 10, 9, 10)
