@@ -72,9 +72,9 @@ BACKGROUND = (5.0, 55.0)
 HOT_BACKGROUND = (70.0, 85.0)
 RAMP_SECONDS = 10.0
 BIND_DEADLINE = 90.0  # after the last wave at most; pods still pending then count as pending
-# ... or sooner, once no pod has bound for BIND_QUIET s after the last wave: a pod a filter keeps
-# out is retried within the schedulers' 10 s maximum backoff, so three backoffs without a binding
-# say the rest stay pending (waiting out the deadline was 60 s of most seeds' 200).
+# ... or sooner, once no pod has bound for BIND_QUIET s after the last wave and the last bind:
+# three times the schedulers' 10 s maximum backoff (waiting out the deadline was the longest part
+# of every seed in which a contender left a pod pending).
 BIND_QUIET = 30.0
 WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
