@@ -316,19 +316,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench.rebalance.drift_check", description=__doc__.split("\n\n")[1]
     )
-    parser.add_argument("--seed", type=int, default=1, help="the plan's seed (default 1)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--seed", type=int, help="one plan's seed")
+    chosen.add_argument(
+        "--seeds", type=int, default=3, help="seeds 1..N, one after the other (default 3)"
+    )
     parser.add_argument("--out", type=Path, default=rb.RESULTS / "drift-check.json")
     runguard.add_options(parser)
     args = parser.parse_args(argv)
     runguard.start_run(parser, args.allow_dirty)
-    result = run(args.seed, say=lambda text: print(text, flush=True))
-    for name, c in result["criteria"].items():
-        values = ", ".join(f"{k} {v}" for k, v in c.items() if k != "pass")
-        print(f"  {'PASS' if c['pass'] else 'FAIL'}  {name}: {values}")
-    doc = {"about": __doc__.split("\n\n")[0], **result}
+    seeds = [args.seed] if args.seed is not None else list(range(1, args.seeds + 1))
+    runs = []
+    for seed in seeds:
+        print(f"seed {seed}", flush=True)
+        result = run(seed, say=lambda text: print(text, flush=True))
+        for name, c in result["criteria"].items():
+            values = ", ".join(f"{k} {v}" for k, v in c.items() if k != "pass")
+            print(f"  {'PASS' if c['pass'] else 'FAIL'}  {name}: {values}")
+        runs.append(result)
+    passed = all(r["passed"] for r in runs)
+    doc = {"about": __doc__.split("\n\n")[0], "seeds": seeds, "passed": passed, "runs": runs}
     path = provenance.write_result(args.out, doc, argv)
-    print(f"results: {path}: {'passed' if result['passed'] else 'FAILED'}")
-    return 0 if result["passed"] else 1
+    failed = [r["seed"] for r in runs if not r["passed"]]
+    print(f"results: {path}: {'passed' if passed else f'FAILED (seeds {failed})'}")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
