@@ -19,7 +19,7 @@ from flask import Flask, Response, g, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from shared import wire
-from watcher import decisions_proxy, health, openapi, podstats, selfmetrics
+from watcher import decisions_proxy, health, openapi, podstats, selfmetrics, workloadhistory
 from watcher import gpus as gpu_view
 from watcher.config import Config
 from watcher.errors import StoreError
@@ -361,7 +361,11 @@ def create_app(
             return error(404, "no pod statistics yet: pod usage is off or not polled yet")
         namespace = request.args.get("namespace")
         if namespace:
-            body = Body(dumps(podstats.in_namespace(doc, namespace)))
+            found = podstats.in_namespace(doc, namespace)
+            history = doc.get("workloadHistory")
+            if isinstance(history, dict):
+                found["workloadHistory"] = workloadhistory.in_namespace(history, namespace)
+            body = Body(dumps(found))
         return flagged(send(body), pod_stats)
 
     gpus = WorkloadsReader(

@@ -52,6 +52,12 @@ class Keys:
         return f"{self.prefix}pods:rows"
 
     @property
+    def workload_history(self) -> str:
+        """Per workload, the most a replica used per peak bucket (watcher/workloadhistory.py;
+        numpy arrays): kept when the pods are gone, reloaded by a poller taking over."""
+        return f"{self.prefix}pods:history"
+
+    @property
     def gpus(self) -> str:
         """Per-GPU window statistics and the GPU poll's status, as JSON (watcher/gpus.py)."""
         return f"{self.prefix}gpus"

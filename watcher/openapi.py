@@ -219,6 +219,33 @@ POD_FIGURES = {
         },
     },
 }
+_HISTORY_FIGURES = {
+    "type": "object",
+    "properties": {
+        "max": {**_COLUMN, "description": "the most one replica used over the held buckets"},
+        "bucketMean": {**_COLUMN, "description": "the mean of the held buckets' maxima"},
+    },
+}
+WORKLOAD_HISTORY = {
+    "type": "object",
+    "description": "per workload, the most one replica used in each of the last `buckets` "
+    "buckets of `peakBucket` seconds (a day by default), kept when its pods are gone: column "
+    "by column, the i-th entry of every list is the i-th workload's (docs/peak-model.md)",
+    "required": ["peakBucket", "buckets", "workloads", "held", "cpu", "memory"],
+    "properties": {
+        "peakBucket": NUMBER,
+        "buckets": {"type": "integer", "description": "the buckets a workload's history spans"},
+        "workloads": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "namespace/Kind/name",
+        },
+        "held": {**_COLUMN, "description": "buckets holding data, 0 to `buckets`"},
+        "last": {**_COLUMN, "description": "each workload's newest sample (Unix seconds)"},
+        "cpu": {**_HISTORY_FIGURES, "description": "millicores"},
+        "memory": {**_HISTORY_FIGURES, "description": "bytes"},
+    },
+}
 POD_STATS_DOC = {
     "type": "object",
     "description": "column by column: the i-th entry of every list is the i-th pod's",
@@ -240,6 +267,7 @@ POD_STATS_DOC = {
         "samples": {**_COLUMN, "description": "samples in the window"},
         "cpu": {**POD_FIGURES, "description": "millicores"},
         "memory": {**POD_FIGURES, "description": "bytes"},
+        "workloadHistory": WORKLOAD_HISTORY,
     },
 }
 GPU_STATS = {
@@ -604,8 +632,9 @@ def document(
                 guard("/api/v1/workloads"),
             ),
             "/api/v1/pods": _get(
-                "Per-pod CPU and memory statistics (window and decaying history), for the "
-                "scheduler's peak model (docs/peak-model.md)",
+                "Per-pod CPU and memory statistics (window and decaying history) and each "
+                "workload's day of per-replica maxima, for the scheduler's peak model "
+                "(docs/peak-model.md)",
                 {
                     "200": _json("pod statistics", POD_STATS_DOC),
                     "304": NOT_MODIFIED,

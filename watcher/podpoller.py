@@ -1,10 +1,11 @@
-"""One poll of pod usage: fetch, join pods to workloads, feed the profiles and the per-pod
-statistics (watcher/podstats.py, the scheduler's peak model), store them.
+"""One poll of pod usage: fetch, join pods to workloads, feed the profiles, the per-pod
+statistics (watcher/podstats.py) and the workloads' history (watcher/workloadhistory.py), the
+scheduler's peak model, store them.
 
 Runs inside the node poller's tick, on the replica holding the poller lock, after the node
 frame is stored: node data never waits on pods. The profiles' statistics are written every
-poll (a small JSON document the API serves); their rings, which only a poller taking over
-needs, at most every `PERSIST_EVERY` seconds.
+poll (a small JSON document the API serves); their rings, the pods' rows and the workloads'
+history, which only a poller taking over needs, at most every `PERSIST_EVERY` seconds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from watcher.owners import PodOwners
 from watcher.podstats import PodStats
 from watcher.podusage import PodSource
 from watcher.profiles import PodSample, ProfileBook
+from watcher.workloadhistory import HOURS, WorkloadHistory
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,8 @@ class PodPoller:
         self.stats = PodStats(
             node_window or window, poll_interval, half_life or window, bucket=bucket
         )
+        # Per workload: the most a replica used per bucket, kept when the pods are gone.
+        self.history = WorkloadHistory(bucket, max_workloads=max_profiles)
         self.rejected: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.pods = 0  # pods with usage in the last poll
@@ -75,6 +79,10 @@ class PodPoller:
         if blob:
             self.stats.load(blob)
             log.info("pod poller: %d pods' statistics reloaded", len(self.stats))
+        rows = self.store.load_workload_history()
+        if rows:
+            self.history.load(rows)
+            log.info("pod poller: %d workloads' history reloaded", len(self.history))
 
     def counters(self) -> dict[str, Any]:
         """This poller's figures for /metrics (watcher.selfmetrics)."""
@@ -111,6 +119,7 @@ class PodPoller:
             keys: dict[tuple[str, str], str] = {}
             self.book.add(now, self.group(fetch.usage, rejected, keys))
             self.stats.add(now, fetch.usage, keys)
+            self.history.add(now, fetch.usage, keys)
             self.rejected.update(rejected)
             rejected = +rejected  # a poll of no pods counts no_owner += 0: nothing to say
             if rejected:
@@ -120,13 +129,15 @@ class PodPoller:
                 )
         self.book.trim(now)
         self.stats.trim(now)
+        self.history.trim(now)
         doc = self.book.doc(now)
         doc["lastPoll"] = self.last
         doc["pods"] = self.pods
         doc["rejected"] = dict(self.rejected)
-        rings = blob = None
+        rings = blob = history = None
         if time.monotonic() - self._persisted >= PERSIST_EVERY:
             rings, blob = self.book.encode(), self.stats.encode()
+            history = self.history.encode()
             self._persisted = time.monotonic()
         body = json.dumps(doc, separators=(",", ":")).encode()
         # Profiles span their own window, longer than the node window: stored as long.
@@ -134,9 +145,13 @@ class PodPoller:
         self.store.save_workloads(body, rings, keep)
         pods = self.stats.doc(now)
         pods["lastPoll"] = self.last
+        pods["workloadHistory"] = self.history.doc(now)
         # The rows carry a history of about two half-lives: kept that long for a takeover.
         keep_rows = max(keep, 2 * self.stats.half_life)
         self.store.save_pods(json.dumps(pods, separators=(",", ":")).encode(), blob, keep_rows)
+        if history is not None:
+            # Its day: after that long without a write it holds nothing.
+            self.store.save_workload_history(history, HOURS * self.history.bucket + PERSIST_EVERY)
 
     def group(
         self,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from watcher.defaults import PEAK_BUCKET_SECONDS
+from watcher.rows import HOURS, KeyedRows, recent, stamp
 
 PodKey = tuple[str, str]  # (namespace, pod)
 RESOURCES = ("cpu", "memory")
@@ -39,9 +40,8 @@ WINDOW_FIELDS = ("samples", "mean", "std", "p90", "p95", "p99", "max")
 HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 DIGITS = (1, 0)  # CPU to a tenth of a millicore, memory to a byte
 COLUMNS = ("pods", "workloads", "last", "samples", *RESOURCES)  # per-pod parts of the doc
-# The history's max: the most a pod used in each of the last 24 buckets (hours by default).
-# The arrays keep their names `hourly` and `hour_of` for the default bucket.
-HOURS = 24
+# The history's max: the most a pod used in each of the last HOURS (24) buckets (hours by
+# default). The arrays keep their names `hourly` and `hour_of` for the default bucket.
 ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes", "hourly", "hour_of")
 
 
@@ -109,8 +109,10 @@ def window_stats(ring: np.ndarray, count: np.ndarray) -> np.ndarray:
     return out
 
 
-class PodStats:
+class PodStats(KeyedRows[PodKey]):
     """Every pod's rows; fed once per poll by the pod poller."""
+
+    ROWS = ROWS
 
     def __init__(
         self,
@@ -124,11 +126,12 @@ class PodStats:
         self.half_life = max(half_life, 1.0)
         self.bucket = bucket  # seconds per slot of the maxima
         self.k = max(2, min(MAX_WINDOW_SAMPLES, math.ceil(window / max(poll_interval, 0.001))))
-        self.max_pods = max_pods
-        self.slots: dict[PodKey, int] = {}
         self.workloads: list[str | None] = []
-        self._free: list[int] = []
-        self._alloc(0)
+        super().__init__(max_pods)
+
+    @property
+    def max_pods(self) -> int:
+        return self.max_rows
 
     def _alloc(self, rows: int) -> None:
         r = len(RESOURCES)
@@ -148,33 +151,18 @@ class PodStats:
         self.workloads = [None] * rows
 
     def _grow(self, rows: int) -> None:
-        old = len(self.last)
-        arrays = ROWS
-        kept = {name: getattr(self, name) for name in arrays}
         workloads = self.workloads
-        self._alloc(rows)
-        for name, values in kept.items():
-            getattr(self, name)[:old] = values
-        self.workloads[:old] = workloads
-        self._free.extend(range(rows - 1, old - 1, -1))
+        super()._grow(rows)
+        self.workloads[: len(workloads)] = workloads
 
-    def __len__(self) -> int:
-        return len(self.slots)
-
-    def _slot(self, key: PodKey) -> int:
-        slot = self.slots.get(key)
-        if slot is None:
-            if not self._free:
-                self._grow(max(64, 2 * len(self.last)))
-            slot = self.slots[key] = self._free.pop()
-            self.count[slot] = self.head[slot] = 0
-            self.hist[slot] = 0.0
-            self.sums[slot] = 0.0
-            self.extremes[slot, :, 0] = np.inf
-            self.extremes[slot, :, 1] = -np.inf
-            self.hour_of[slot] = 0
-            self.hourly[slot] = -1.0  # no hour yet (use is never negative)
-        return slot
+    def _reset(self, slot: int) -> None:
+        self.count[slot] = self.head[slot] = 0
+        self.hist[slot] = 0.0
+        self.sums[slot] = 0.0
+        self.extremes[slot, :, 0] = np.inf
+        self.extremes[slot, :, 1] = -np.inf
+        self.hour_of[slot] = 0
+        self.hourly[slot] = -1.0  # no hour yet (use is never negative)
 
     def add(
         self,
@@ -210,21 +198,10 @@ class PodStats:
             self.sums[idx, r, 2] += values[:, r] ** 2
             self.extremes[idx, r, 0] = np.minimum(self.extremes[idx, r, 0], values[:, r])
             self.extremes[idx, r, 1] = np.maximum(self.extremes[idx, r, 1], values[:, r])
-        hour = int(at // self.bucket)
-        slot = hour % HOURS
-        stale = self.hour_of[idx, slot] != np.uint16(hour % 65536)
-        self.hourly[idx[stale], :, slot] = -1.0
-        self.hour_of[idx, slot] = hour % 65536
+        slot = stamp(self.hourly, self.hour_of, idx, at, self.bucket)
         self.hourly[idx, :, slot] = np.maximum(self.hourly[idx, :, slot], values)
         self.last[idx] = at
         self._evict()
-
-    def _evict(self) -> None:
-        if len(self.slots) <= self.max_pods:
-            return
-        by_age = sorted(self.slots, key=lambda key: self.last[self.slots[key]])
-        for key in by_age[: len(self.slots) - self.max_pods]:
-            self._free.append(self.slots.pop(key))
 
     def trim(self, now: float) -> None:
         """Forget pods not sampled for a window: gone, or no longer measured."""
@@ -264,9 +241,9 @@ class PodStats:
             hist = np.column_stack([weight, mean, std, qs, self._day_max(idx, r, now)])
             digits = DIGITS[r]
             out[resource] = {
-                "window": {f: _column(win[:, j], digits) for j, f in enumerate(WINDOW_FIELDS) if j},
+                "window": {f: column(win[:, j], digits) for j, f in enumerate(WINDOW_FIELDS) if j},
                 "history": {
-                    f: _column(hist[:, j], 2 if j == 0 else digits)
+                    f: column(hist[:, j], 2 if j == 0 else digits)
                     for j, f in enumerate(HISTORY_FIELDS)
                 },
             }
@@ -274,10 +251,8 @@ class PodStats:
 
     def _day_max(self, idx: np.ndarray, r: int, now: float) -> np.ndarray:
         """The most each pod used over the last HOURS buckets (0 for none)."""
-        hour = int(now // self.bucket)
-        age = (np.uint16(hour % 65536) - self.hour_of[idx]).astype(np.uint16)
-        recent = age < HOURS
-        return np.where(recent, self.hourly[idx, r, :], -1.0).max(axis=1).clip(min=0.0)
+        held = recent(self.hour_of, idx, now, self.bucket)
+        return np.where(held, self.hourly[idx, r, :], -1.0).max(axis=1).clip(min=0.0)
 
     def encode(self) -> bytes:
         """Every live row, for the store: a poller taking over reloads them."""
@@ -340,7 +315,7 @@ def in_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
     return out
 
 
-def _column(values: np.ndarray, digits: int) -> list[float] | list[int]:
+def column(values: np.ndarray, digits: int) -> list[float] | list[int]:
     """Rounded, as integers when to the unit (they serialise faster and shorter)."""
     if digits <= 0:
         return np.rint(values).astype(np.int64).tolist()

@@ -206,6 +206,16 @@ class RedisStore:
     def pods_doc(self) -> bytes | None:
         return self._do("pods", lambda: self.client.get(self.keys.pods))
 
+    def save_workload_history(self, rows: bytes, keep: float) -> None:
+        keep_ms = max(self.keep_ms, int(keep * 1000))
+        self._do(
+            "save workload history",
+            lambda: self.client.set(self.keys.workload_history, rows, px=keep_ms),
+        )
+
+    def load_workload_history(self) -> bytes | None:
+        return self._do("workload history", lambda: self.client.get(self.keys.workload_history))
+
     def save_gpus(self, doc: bytes, keep: float) -> None:
         keep_ms = max(1, int(keep * 1000))
         self._do("save gpus", lambda: self.client.set(self.keys.gpus, doc, px=keep_ms))

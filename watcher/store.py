@@ -50,6 +50,12 @@ class Store(Protocol):
 
     def pods_doc(self) -> bytes | None: ...
 
+    def save_workload_history(self, rows: bytes, keep: float) -> None:
+        """Persist the workloads' per-bucket maxima (watcher/workloadhistory.py); they expire
+        `keep` seconds after the last write."""
+
+    def load_workload_history(self) -> bytes | None: ...
+
     def save_gpus(self, doc: bytes, keep: float) -> None:
         """Persist the GPU windows' document (watcher/gpus.py); it expires after `keep`
         seconds without a write."""
@@ -81,6 +87,7 @@ class MemoryStore:
         self._gpus: bytes | None = None
         self._pods: bytes | None = None
         self._pod_rows: bytes | None = None
+        self._history: bytes | None = None
         self._lock = threading.Lock()
 
     def ping(self) -> None:
@@ -129,6 +136,12 @@ class MemoryStore:
 
     def pods_doc(self) -> bytes | None:
         return self._pods
+
+    def save_workload_history(self, rows: bytes, keep: float) -> None:
+        self._history = rows
+
+    def load_workload_history(self) -> bytes | None:
+        return self._history
 
     def save_gpus(self, doc: bytes, keep: float) -> None:
         self._gpus = doc
