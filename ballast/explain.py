@@ -128,8 +128,11 @@ def _peak_lines(scores: dict[str, Any]) -> list[str]:
     out = ["", f"predicted peak with the pod (PeakFit; the pod from {scores.get('peakPodFrom')}):"]
     for row in rows:
         peak = row["peak"]
+        history = peak.get("podsFromHistory") or 0
         counted = (
-            f"pods: {peak['podsMeasured']} measured, {peak['podsEstimated']} estimated"
+            f"pods: {peak['podsMeasured']} measured"
+            + (f", {history} from workload history" if history else "")
+            + f", {peak['podsEstimated']} estimated"
             if peak["from"] == "pods"
             else "from the node's window (no pod measured)"
         )

@@ -302,9 +302,11 @@ def _expand_scores(plugins: list, winner: list, rows: list) -> dict[str, Any]:
 def _expand_peak(parts: list[Any]) -> dict[str, Any]:
     """PeakFit's prediction for one node: how its pods were counted, then per resource the
     predicted peak with the pod, its two predictors, which won, and the pod's share of it."""
-    mode, measured, estimated, *resources = parts
+    mode, measured, estimated, *rest = parts
     out: dict[str, Any] = {"from": mode, "podsMeasured": measured, "podsEstimated": estimated}
-    for resource, values in zip((CPU, MEMORY), resources, strict=False):
+    # records before the workloads' history have no count after the resources
+    out["podsFromHistory"] = rest[2] if len(rest) > 2 else 0
+    for resource, values in zip((CPU, MEMORY), rest[:2], strict=False):
         entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=False)}
         node_peak = values[7] if len(values) > 7 else 0.0
         terms = [(values[1], peak_fit.RC_LIKE), (values[2], peak_fit.N_SIGMA)]

@@ -8,6 +8,10 @@ Each figure is the larger of the window's and the history's: a pod whose use ste
 it within the window, and a burst hours ago still counts until the history forgets it (the
 paper's max-of-predictors, applied per pod). The history's max is the most the pod used in the
 last 24 hours.
+
+The workloads' history (`workloadHistory`: per workload the most one replica used over the last
+day, kept when its pods are gone) is parsed apart: a malformed section leaves it out and keeps
+the pods, a malformed workload is left out alone.
 """
 
 from __future__ import annotations
@@ -18,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.profiles_client import ProfilesClient
-from scheduler.framework.podusage import NO_POD_USAGE, Figures, PodFigures, PodUsage
+from scheduler.framework.podusage import (
+    NO_POD_USAGE,
+    Figures,
+    PodFigures,
+    PodUsage,
+    WorkloadPeak,
+)
 
 WINDOW = ("mean", "std", "p90", "p95", "p99", "max")
 HISTORY = ("weight", "mean", "std", "p90", "p95", "p99", "max")
@@ -81,7 +91,36 @@ def parse_pods(doc: Any) -> PodUsage:
         )
     built, k = doc.get("built"), doc.get("windowSamples")
     window_samples = int(k) if _number(k) and k > 0 else 0
-    return PodUsage(out, float(built) if _number(built) else 0.0, window_samples)
+    history, buckets = parse_history(doc.get("workloadHistory"))
+    return PodUsage(out, float(built) if _number(built) else 0.0, window_samples, history, buckets)
+
+
+def parse_history(section: Any) -> tuple[dict[str, WorkloadPeak], int]:
+    """`workloadHistory` -> (workload key -> its day of maxima, the buckets a day spans); the
+    workloads whose history holds no bucket are left out; nothing for a missing or malformed
+    section (PeakFit then keeps the estimator's rules for them)."""
+    if not isinstance(section, dict) or not isinstance(section.get("workloads"), list):
+        return {}, 0
+    keys = section["workloads"]
+    n = len(keys)
+    try:
+        held = _column(section.get("held"), n, "workloadHistory.held")
+        columns = [
+            _column((section.get(resource) or {}).get(figure), n, f"{resource}.{figure}")
+            for resource in ("cpu", "memory")
+            for figure in ("max", "bucketMean")
+        ]
+    except (ValueError, AttributeError):
+        return {}, 0
+    table = np.column_stack([held, *columns])
+    good = ~np.isnan(table).any(axis=1) & (held >= 1)
+    out = {}
+    for i in np.flatnonzero(good).tolist():
+        if isinstance(keys[i], str) and keys[i]:
+            h, cpu_max, cpu_mean, memory_max, memory_mean = table[i].tolist()
+            out[keys[i]] = WorkloadPeak(int(h), (cpu_max, memory_max), (cpu_mean, memory_mean))
+    buckets = section.get("buckets")
+    return out, int(buckets) if _number(buckets) and buckets > 0 else 0
 
 
 class PodsClient(ProfilesClient):

@@ -37,6 +37,17 @@ class PodFigures:
 
 
 @dataclass(frozen=True)
+class WorkloadPeak:
+    """One workload's history as the watcher keeps it past its pods (`workloadHistory`): the
+    most one replica used over the last day of peak buckets, and the mean of the held buckets'
+    maxima; (CPU millicores, memory bytes) each."""
+
+    held: int  # buckets holding data, of `PodUsage.history_buckets`
+    max: tuple[float, float]
+    bucket_mean: tuple[float, float]
+
+
+@dataclass(frozen=True)
 class PodUsage:
     """Every measured pod by (namespace, name), as of `built` (the watcher's clock)."""
 
@@ -45,6 +56,9 @@ class PodUsage:
     # samples the watcher's window holds per pod (its `windowSamples`; 0: not said): a pod
     # with a full window counts as measured even when that is fewer than a plugin's minimum
     window_samples: int = 0
+    # per workload key, its day of per-replica maxima (held > 0 only), and the buckets it spans
+    history: dict[str, WorkloadPeak] = field(default_factory=dict)
+    history_buckets: int = 0
     # unique per document, for caches keyed by it (an id() can come back after a free)
     serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)
     # per-document results a plugin derives once (the replicas' figures per workload)

@@ -16,19 +16,23 @@ bytes), over the pods on the node plus the new one:
 
 A pod's figures come from the watcher's per-pod statistics (/api/v1/pods) once it has
 `minSamples` samples in the window (or a full window, when the watcher's holds fewer: a short
-window, or the benchmark's replay in trace time, 5 samples). A pod without them (just bound,
-not measured, or no statistics at all) keeps the estimator's rules
-(plugins/helpers/estimator.py: its workload profile, else its requests or limits scaled) and
-counts that figure as its mean and its percentile, with no deviation. The new pod is
-predicted from its workload's measured replicas (their mean figures per replica, in the same
-workload group as those on the node) when there are any, else by the estimator.
+window, or the benchmark's replay in trace time, 5 samples). The new pod is predicted from its
+workload's measured replicas (their mean figures per replica, in the same workload group as
+those on the node) when there are any. A pod without figures of its own (the new pod, one just
+bound, one not measured) whose workload has no measured replica running but has a history at
+the watcher (`workloadHistory`, kept past its pods: watcher/workloadhistory.py) takes that
+history's day max, the most one replica used, as its percentile, and the mean of its buckets'
+maxima as its mean (high, an hour's max being at least its mean, and never above the
+percentile), with no deviation. With neither, the estimator's rules
+(plugins/helpers/estimator.py: its workload profile, else its requests or limits scaled) give
+one figure, counted as its mean and its percentile, with no deviation.
 
 What the node uses beyond its pods (the system, the kubelet, pods the metrics miss) is the
 node window's mean less the pods' means, when positive and fresh; it is added to both
-predictors. A node whose pods are all unmeasured (the watcher serves no per-pod statistics, or
-none of this node's pods) is predicted from its own window instead: RC-like is the window's
-p95, N-sigma its mean plus `nSigma` window stds (the paper's machine-level N-sigma), plus the
-pods bound since the window's last sample.
+predictors. A node whose pods are all unmeasured and without workload history (the watcher
+serves no per-pod statistics, or none for this node's pods) is predicted from its own window
+instead: RC-like is the window's p95, N-sigma its mean plus `nSigma` window stds (the paper's
+machine-level N-sigma), plus the pods bound since the window's last sample.
 
 Score per resource: (1 - peak / allocatable) x 100, clamped to 0..100; the node's is the lower
 of CPU and memory. Filter (`peakLimitPercent` > 0): a node whose predicted CPU or memory peak
@@ -55,7 +59,7 @@ from scheduler.framework import (
     Snapshot,
     Status,
 )
-from scheduler.framework.podusage import PERCENTILES, PodFigures, PodUsage
+from scheduler.framework.podusage import PERCENTILES, PodFigures, PodUsage, WorkloadPeak
 from scheduler.framework.resources import go_round_array
 from scheduler.plugins.helpers import estimator
 from scheduler.plugins.helpers.estimator import EstimatorArgs, parse_estimator_args
@@ -179,7 +183,8 @@ class _NodeSums:
     sums: tuple[Sums, Sums]  # cpu, memory
     measured: int
     estimated: int
-    unmeasured: tuple[float, float]  # the estimates of the pods without history, cpu, memory
+    unmeasured: tuple[float, float]  # the figures of the pods without history, cpu, memory
+    from_history: int = 0  # of the pods without history, those counted from their workload's
 
 
 class Plugin:
@@ -207,7 +212,7 @@ class Plugin:
         by_pod, min_samples = snap.pod_usage.by_pod, snap.pod_usage.enough(self.args.min_samples)
         mean, rc = [0.0, 0.0], [0.0, 0.0]
         groups: tuple[dict[str, float], dict[str, float]] = ({}, {})
-        measured = estimated = 0
+        measured = estimated = from_history = 0
         unmeasured = [0.0, 0.0]
         for pod in node.pods.values():
             figures = by_pod.get((pod.namespace, pod.name))
@@ -219,6 +224,12 @@ class Plugin:
                     rc[r] += getattr(f, pct)
                     if f.std > 0:
                         groups[r][group] = groups[r].get(group, 0.0) + f.std
+            elif (peak := self._history(pod, snap)) is not None:
+                from_history += 1
+                for r in (0, 1):
+                    mean[r] += peak.bucket_mean[r]
+                    rc[r] += peak.max[r]
+                    unmeasured[r] += peak.max[r]
             else:
                 estimated += 1
                 for r, e in enumerate(self._estimate(pod, snap)):
@@ -228,8 +239,15 @@ class Plugin:
         sums = tuple(
             Sums(mean[r], rc[r], groups[r], sum(v * v for v in groups[r].values())) for r in (0, 1)
         )
-        mode = NODE if node.pods and not measured else PODS
-        found = _NodeSums(mode, sums, measured, estimated, tuple(unmeasured))  # type: ignore[arg-type]
+        mode = NODE if node.pods and not (measured or from_history) else PODS
+        found = _NodeSums(
+            mode,
+            sums,  # type: ignore[arg-type]
+            measured,
+            estimated,
+            tuple(unmeasured),  # type: ignore[arg-type]
+            from_history,
+        )
         if len(self._memo) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their sums
             self._memo = {k: v for k, v in self._memo.items() if k in snap.nodes}
         self._memo[node.name] = (key, found)
@@ -250,6 +268,16 @@ class Plugin:
             usage_doc.memo[memo_key] = found
         return found
 
+    def _history(self, pod: PodInfo, snap: Snapshot) -> WorkloadPeak | None:
+        """The pod's workload's day of maxima, when no replica of it is measured."""
+        usage = snap.pod_usage
+        if not usage.history:
+            return None
+        w = estimator.workload(pod)
+        if w is None or w.key in self._replicas(usage):
+            return None
+        return usage.history.get(w.key)
+
     def _new_pod(self, pod: PodInfo, snap: Snapshot) -> tuple[str, list[tuple[float, ...]], str]:
         """(group, [(mean, std, percentile) for cpu, memory], where the figures come from)."""
         w = estimator.workload(pod)
@@ -259,6 +287,11 @@ class Plugin:
             pct = self.args.percentile
             figures = [(x.mean, x.std, x.get(pct)) for x in (f.cpu, f.memory)]
             return w.key, figures, f"replicas of {w.key} ({count} measured)"
+        peak = self._history(pod, snap)
+        if w is not None and peak is not None:
+            figures = [(peak.bucket_mean[r], 0.0, peak.max[r]) for r in (0, 1)]
+            span = snap.pod_usage.history_buckets or "?"
+            return w.key, figures, f"workload history of {w.key} ({peak.held} of {span} buckets)"
         guess = estimator.estimate(pod, snap.workloads, self.args.estimator)
         figures = [(float(guess.cpu_m), 0.0, float(guess.cpu_m))]
         figures.append((float(guess.memory), 0.0, float(guess.memory)))
@@ -375,13 +408,15 @@ class Plugin:
 
 def parts_of(state: CycleState, node: str) -> list[Any] | None:
     """The decision record's view of one node's prediction: [how its pods were counted,
-    measured pods, estimated pods, then per resource (cpu, memory) PART_FIELDS]."""
+    measured pods, estimated pods, then per resource (cpu, memory) PART_FIELDS, then the pods
+    counted from their workload's history]."""
     found = (state.get(PARTS) or {}).get(node)
     if found is None:
         return None
     (table, sums), i = found
     s = sums[i]
-    return [s.mode, s.measured, s.estimated, *(table[i, r].tolist() for r in range(2))]
+    per_resource = (table[i, r].tolist() for r in range(2))
+    return [s.mode, s.measured, s.estimated, *per_resource, s.from_history]
 
 
 def _long_peak(snap: Snapshot, node: NodeInfo, resource: str) -> float:
