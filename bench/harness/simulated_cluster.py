@@ -48,14 +48,18 @@ class SimulatedCluster:
         node_metrics: nodemetric.NodeMetricConfig | None = None,
         node_metrics_for: Collection[str] = (),
         more_node_metrics: Mapping[nodemetric.NodeMetricConfig, Collection[str]] | None = None,
+        before_watcher: Callable[[str], Any] | None = None,
     ) -> None:
         """`metrics_server`: the watcher reads metrics-server (kwok's usage) instead of
         Prometheus; `controllers`: the sandbox runs kube-controller-manager; `node_metrics_for`:
         the nodes (Koordinator's pools) whose NodeMetric `node_metrics` configures;
-        `more_node_metrics`: other pools' nodes under writers of other settings."""
+        `more_node_metrics`: other pools' nodes under writers of other settings;
+        `before_watcher`: called with the Redis URL before the watcher starts (a warm start
+        writes there what the watcher takes over)."""
         self.work = work = Path(tempfile.mkdtemp(prefix=prefix))
         self.specs, self.config = specs, config
         self.watcher_env = watcher_env
+        self.before_watcher = before_watcher
         self.from_metrics_server = metrics_server
         self.node_metrics_config = node_metrics
         self.node_metrics_for = set(node_metrics_for)
@@ -109,6 +113,8 @@ class SimulatedCluster:
         if not self.simulator.wait_synced(60):
             raise TimeoutError("the simulator could not list nodes and pods")
         redis_url = self.stack.start_redis()
+        if self.before_watcher is not None:
+            self.before_watcher(redis_url)
         env = dict(os.environ, **self.watcher_env, BALLAST_KUBECONFIG=str(self.plane.kubeconfig))
         if self.exporter is None:
             env["BALLAST_PROVIDER"] = "metrics-server"

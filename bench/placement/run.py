@@ -31,6 +31,7 @@ import hashlib
 import random
 import statistics
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -608,8 +609,10 @@ class Services(SimulatedCluster):
         contenders: list[str],
         source: str = "prometheus",
         timing: Timing | None = None,
+        before_watcher: Callable[[str], Any] | None = None,
     ) -> None:
-        """`timing`: the replayed trace's (bench.timescale), else the synthetic scenarios'."""
+        """`timing`: the replayed trace's (bench.timescale), else the synthetic scenarios';
+        `before_watcher`: the trace's warm start of the watcher (SimulatedCluster)."""
 
         def pools(fresh: bool) -> set[str]:
             chosen = {c for c in contenders
@@ -626,6 +629,7 @@ class Services(SimulatedCluster):
             node_metrics=self.timing.node_metrics,
             node_metrics_for=pools(fresh=False),
             more_node_metrics={FRESH_NODE_METRICS: pools(fresh=True)},
+            before_watcher=before_watcher,
         )
         self.contenders = contenders
         self.load_watcher: LoadWatcher | None = None

@@ -11,8 +11,16 @@ Ballast's watcher learns a profile per Deployment from the replicas that run.
 Arrival: WAVES waves GAP s apart from the replay's start; replica k of a workload comes in wave
 first + k, the workloads' first waves spread over the waves, so a later replica meets a
 profile learned from its siblings (a one-replica workload meets none). The replay plays from the
-first wave until AFTER s past the last (at bench.harness.timescale's speed). Profiles do not
-learn from the days before the window: the watcher would have to be fed history it never scraped.
+first wave until AFTER s past the last (at bench.harness.timescale's speed).
+
+Warm start: Koordinator's node agent stand-in starts with its aggregates full
+(sandbox.load.nodemetric's warm_start), and Ballast's watcher starts with what a watcher that
+had run through the day before would hold of each workload: its history
+(watcher/workloadhistory.py), the most one replica used per peak bucket over the 24 trace hours
+before the window, from the trace player's own per-replica use (bench/placement/warm_history.py),
+written where the watcher takes it over at start. The per-pod statistics and the workload
+profiles start empty: the window's pods are new, as a rollout's are. The result's setup says so
+(`warm_start`), each window how many workloads were given and how late its first wave came.
 
 Measured from the simulator's true demand (unclamped), every second from the first wave to the
 end: node-seconds over 100 % and over 90 %, the hottest node over time, and `measure`'s final
@@ -31,6 +39,7 @@ from bench.harness import timescale
 from bench.harness.common import BindTracker, PodMaker
 from bench.placement import decisions
 from bench.placement import run as pl
+from bench.placement.warm_history import TRACE_HOURS, WarmStart
 from sandbox.cluster.nodes import NodeSpec
 from sandbox.load.simulator import PodUse, pod_use
 from sandbox.load.trace import Trace
@@ -133,11 +142,29 @@ def setup_window(trace: Trace, seed: int, contenders: list[str]) -> Setup:
     return Setup(node_plans, pod_plans, waves, chosen, first_step, player, config)
 
 
+def replicas_of(contenders: list[str], pods: list[pl.PodPlan]) -> dict[str, list[str]]:
+    """Workload key (shared.workloads, as the watcher keys it) -> its replicas' pod keys, per
+    contender's pool."""
+    out: dict[str, list[str]] = {}
+    for c in contenders:
+        for j, p in enumerate(pods):
+            key = f"{pl.NAMESPACE}/Deployment/{pl.deployment_name(c, p.deployment)}"
+            out.setdefault(key, []).append(f"{pl.NAMESPACE}/{pl.pod_name(c, j)}")
+    return out
+
+
+def warm_start(w: Setup, contenders: list[str]) -> WarmStart:
+    """The watcher's warm start for this window (bench/placement/warm_history.py)."""
+    bucket = float(TIMING.watcher_env["BALLAST_PEAK_BUCKET_SECONDS"])
+    return WarmStart(w.player, replicas_of(contenders, w.pods), bucket)
+
+
 def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
     w = setup_window(trace, seed, contenders)
     node_plans, pod_plans, waves, chosen = w.nodes, w.pods, w.waves, w.chosen
     first_step, player, config = w.first_step, w.player, w.config
     memory = {v: player.requests(vm)[1] for v, (vm, _) in enumerate(chosen)}
+    warm = warm_start(w, contenders)
     specs = [
         NodeSpec(pl.node_name(c, i), cpu=str(n.cpu), memory=f"{4 * n.cpu}Gi",
                  labels={pl.POOL_LABEL: c})
@@ -145,8 +172,9 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         for i, n in enumerate(node_plans)
     ]  # fmt: skip
     services = pl.Services(
-        f"ballast-placement-trace-{seed}-", specs, config, contenders, timing=TIMING
-    )
+        f"ballast-placement-trace-{seed}-", specs, config, contenders, timing=TIMING,
+        before_watcher=warm,
+    )  # fmt: skip
     ok = False
     try:
         started = time.monotonic()
@@ -157,7 +185,9 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         tracker.start()
         wall_offset = time.time() - time.monotonic()
         maker = PodMaker(services.plane)
-        first = time.monotonic()
+        # the first wave where the watcher's seeded history ends, unless the stack came up late
+        first = max(time.monotonic(), (warm.end or 0.0) - wall_offset)
+        pl._sleep_until(first)
         player.start(first + wall_offset)
         for w in range(WAVES):
             pl._sleep_until(first + w * GAP)
@@ -199,7 +229,8 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
             "seed": seed,
             "trace": {"source": trace.source, "first_step": first_step, "workloads": len(chosen),
                       "pods_per_pool": len(pod_plans),
-                      "started_at": round(first + wall_offset, 3)},
+                      "started_at": round(first + wall_offset, 3),
+                      "warm_start": warm.record(first + wall_offset)},
             "contenders": results,
         }  # fmt: skip
     finally:
@@ -309,5 +340,12 @@ def setup(trace: Trace) -> dict[str, Any]:
         "step_seconds": PLAYER.step_seconds,
         "noise": PLAYER.noise,
         "timing": TIMING.record(),
+        # Koordinator's node agent starts with its aggregates full; Ballast's watcher with each
+        # workload's history of the trace hours before the window (bench/placement/warm_history.py)
+        "warm_start": {
+            "koordinator_node_metrics": TIMING.node_metrics.warm_start,
+            "ballast_workload_history": True,
+            "ballast_trace_hours": TRACE_HOURS,
+        },
         "settings_in_trace_time": timescale.record(),
     }

@@ -174,6 +174,18 @@ class TracePlayer:
             float(memory) * KIB * self.config.memory_scale,
         )
 
+    def step_use(self, key: str, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(CPU millicores, memory bytes) the pod uses at each of the trace `steps` (whole
+        steps, any of the trace's, before `first_step` too): what `use` interpolates between;
+        None when its workload replays no VM."""
+        vm = self.vm_of(key)
+        if vm is None:
+            return None
+        noise = self._noise_of(key)[steps]
+        cpu = noise * vm.cpu_used[steps] * self.config.cpu_m_per_core
+        memory = noise * vm.memory_used_kb[steps] * KIB * self.config.memory_scale
+        return cpu, memory
+
     def _noise_of(self, key: str) -> np.ndarray:
         """The pod's own factor per step, drawn once for the whole trace."""
         with self._lock:
