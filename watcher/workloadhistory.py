@@ -11,8 +11,8 @@ workload stays while its day holds data, whether or not any pod of it runs; at m
 
 The scheduler's PeakFit reads it for a pod without history of its own whose workload has no
 measured replica running: the most one replica of that workload used over the last day.
-Memory: 256 bytes of arrays per workload (24 slots x 2 resources x 4 B, 24 stamps x 2 B, the
-last-seen time), about 400 with the index entry and the key.
+Memory: 248 bytes of arrays per workload (24 slots x 2 resources x 4 B, 24 stamps x 2 B, the
+last-seen time), 411 with the rows' spare capacity and the index (docs/peak-model.md).
 """
 
 from __future__ import annotations
