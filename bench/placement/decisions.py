@@ -17,9 +17,12 @@ The three add up to the node's peak after the placement minus what the scorer ex
 with the pod (what it saw plus the prediction).
 
 The scheduler's decision records (`/api/v1/decisions`, docs/explain.md) give the first two
-halves, the simulator's truth the others. `digest` keeps what these need of one record; `attribute`
-sums them over the pods placed on nodes that went over 100 % and over the rest, so a table can
-say which of the three a contender's node-seconds over 100 % came from.
+halves, the simulator's truth the others. `source` is the estimator's (the cycle's prediction,
+which the recently bound pods count); `peak_source` is where PeakFit took the pod's figures from
+(its workload's measured replicas, its workload's history at the watcher, or the estimator).
+`digest` keeps what these need of one record; `attribute` sums them over the pods placed on
+nodes that went over 100 % and over the rest, so a table can say which of the three a
+contender's node-seconds over 100 % came from.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Decision:
     source: str  # which estimate gave the prediction
     margin: float | None  # the winner's lead over the runner-up
     peak_cpu: float | None  # PeakFit's predicted peak with the pod, % (None without PeakFit)
+    peak_source: str | None = None  # PeakFit's: "replicas", "workload history", "estimate (...)"
 
 
 def digest(doc: dict[str, Any]) -> Decision | None:
@@ -78,8 +82,21 @@ def digest(doc: dict[str, Any]) -> Decision | None:
             source=str(prediction.get("source") or ""),
             margin=(scores.get("winner") or {}).get("margin"),
             peak_cpu=peak.get("peak"),
+            peak_source=peak_kind(scores.get("peakPodFrom")),
         )
     return None
+
+
+def peak_kind(source: Any) -> str | None:
+    """PeakFit's `peakPodFrom` without the workload's name: "replicas of NS/Kind/NAME (2
+    measured)" -> "replicas", "workload history of ... (24 of 24 buckets)" -> "workload history";
+    an estimate stays as it is ("estimate (requests)")."""
+    if not isinstance(source, str) or not source:
+        return None
+    for kind in ("replicas", "workload history"):
+        if source.startswith(f"{kind} of "):
+            return kind
+    return source
 
 
 def fetch(port: int, namespace: str, pods: Iterable[str]) -> list[Decision]:
@@ -122,17 +139,22 @@ def attribute(
                 "prediction_gap": used - d.predicted_cpu,
                 "rise": peak_after(d.node, d.time) - truth - used,
                 "source": d.source,
+                "peak_source": d.peak_source,
             }
         )
     out: dict[str, Any] = {}
     for name, hot in (("hot_nodes", True), ("other_nodes", False)):
         group = [r for r in rows if r["hot"] == hot]
         sources: dict[str, int] = {}
+        peak_sources: dict[str, int] = {}
         for r in group:
             sources[r["source"]] = sources.get(r["source"], 0) + 1
+            if r["peak_source"] is not None:
+                peak_sources[r["peak_source"]] = peak_sources.get(r["peak_source"], 0) + 1
         out[name] = {
             "pods": len(group),
             "sources": sources,
+            **({"peak_sources": peak_sources} if peak_sources else {}),
             **{
                 key: round(statistics.fmean(r[key] for r in group), 1) if group else None
                 for key in ("view_gap", "prediction_gap", "rise")

@@ -301,7 +301,9 @@ def why_hot(attributed: dict[str, Any]) -> str:
     return (
         f"{hot['pods']} pods on nodes over 100 %: view {hot['view_gap']:+.1f}, prediction "
         f"{hot['prediction_gap']:+.1f}, later rise {hot['rise']:+.1f} points (cause: "
-        f"{attributed['cause']}; estimates {hot['sources']})"
+        f"{attributed['cause']}; estimates {hot['sources']}"
+        + (f"; PeakFit's figures {hot['peak_sources']}" if hot.get("peak_sources") else "")
+        + ")"
     )
 
 

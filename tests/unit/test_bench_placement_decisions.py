@@ -62,6 +62,25 @@ def test_digest_reads_the_chosen_nodes_view_with_recent_pods_counted():
     )
 
 
+def test_peakfits_source_is_kept_by_kind_and_counted_per_group():
+    doc = record()
+    attempt = doc["attempts"][0]
+    attempt["scores"]["peakPodFrom"] = (
+        "workload history of placement/Deployment/x-d01 (24 of 24 buckets)"
+    )
+    d = decisions.digest(doc)
+    assert d is not None and d.peak_source == "workload history"
+    assert decisions.peak_kind("replicas of ns/Deployment/web (2 measured)") == "replicas"
+    assert decisions.peak_kind("estimate (requests)") == "estimate (requests)"
+    out = decisions.attribute(
+        [d, replace(d, peak_source="replicas")], lambda n, t: 50.0, lambda n, t: 120.0,
+        lambda p, t: 20.0, {"n1": 3},
+    )  # fmt: skip
+    assert out["hot_nodes"]["peak_sources"] == {"workload history": 1, "replicas": 1}
+    assert "peak_sources" not in out["other_nodes"]
+    assert "PeakFit's figures {'workload history': 1, 'replicas': 1})" in pt.why_hot(out)
+
+
 def test_digest_skips_attempts_that_placed_nothing():
     doc = record()
     doc["attempts"] = doc["attempts"][1:]
