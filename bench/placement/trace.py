@@ -29,6 +29,7 @@ state at the end.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +45,7 @@ from sandbox.cluster.nodes import NodeSpec
 from sandbox.load.simulator import PodUse, pod_use
 from sandbox.load.trace import Trace
 from sandbox.load.trace_player import PlayerConfig, TracePlayer, day_start, select, workload_name
+from watcher import defaults as watcher_defaults
 
 NODES = 10
 NODE_CPU = 4
@@ -155,8 +157,10 @@ def replicas_of(contenders: list[str], pods: list[pl.PodPlan]) -> dict[str, list
 
 def warm_start(w: Setup, contenders: list[str]) -> WarmStart:
     """The watcher's warm start for this window (bench/placement/warm_history.py)."""
-    bucket = float(TIMING.watcher_env["BALLAST_PEAK_BUCKET_SECONDS"])
-    return WarmStart(w.player, replicas_of(contenders, w.pods), bucket)
+    env = {**os.environ, **TIMING.watcher_env}  # as SimulatedCluster starts the watcher
+    bucket = float(env["BALLAST_PEAK_BUCKET_SECONDS"])
+    prefix = env.get("BALLAST_KEY_PREFIX", watcher_defaults.KEY_PREFIX)
+    return WarmStart(w.player, replicas_of(contenders, w.pods), bucket, prefix)
 
 
 def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
