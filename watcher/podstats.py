@@ -256,25 +256,8 @@ class PodStats(KeyedRows[PodKey]):
 
     def encode(self) -> bytes:
         """Every live row, for the store: a poller taking over reloads them."""
-        keys = list(self.slots)
-        idx = np.array([self.slots[k] for k in keys], dtype=np.int64)
-        names = [[ns, pod, self.workloads[self.slots[(ns, pod)]]] for ns, pod in keys]
-        buf = io.BytesIO()
-        np.savez_compressed(
-            buf,
-            names=np.frombuffer(json.dumps(names).encode(), dtype=np.uint8),
-            ring=self.ring[idx],
-            count=self.count[idx],
-            head=self.head[idx],
-            last=self.last[idx],
-            hist=self.hist[idx],
-            sums=self.sums[idx],
-            extremes=self.extremes[idx],
-            hourly=self.hourly[idx],
-            hour_of=self.hour_of[idx],
-            bucket=np.array([self.bucket]),
-        )
-        return buf.getvalue()
+        names = [[ns, pod, self.workloads[slot]] for (ns, pod), slot in self.slots.items()]
+        return self._encode(names, bucket=np.array([self.bucket]))
 
     def load(self, blob: bytes) -> None:
         """Rows from `encode`; a blob of another shape (another version, another window) is

@@ -4,8 +4,10 @@ storage under the per-pod statistics (watcher/podstats.py) and the workloads' hi
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -53,6 +55,19 @@ class KeyedRows(Generic[K]):
             slot = self.slots[key] = self._free.pop()
             self._reset(slot)
         return slot
+
+    def _encode(self, names: list[Any], **more: np.ndarray) -> bytes:
+        """The rows of the keys in `self.slots` order (`names`: what each key is saved as) and
+        `more`, compressed: what a poller taking over reloads."""
+        idx = np.array([self.slots[k] for k in self.slots], dtype=np.int64)
+        buf = io.BytesIO()
+        np.savez_compressed(
+            buf,
+            names=np.frombuffer(json.dumps(names).encode(), dtype=np.uint8),
+            **{name: getattr(self, name)[idx] for name in self.ROWS},
+            **more,
+        )
+        return buf.getvalue()
 
     def _evict(self) -> None:
         if len(self.slots) <= self.max_rows:

@@ -105,18 +105,7 @@ class WorkloadHistory(KeyedRows[str]):
 
     def encode(self) -> bytes:
         """Every workload's rows, for the store: a poller taking over reloads them."""
-        keys = list(self.slots)
-        idx = np.array([self.slots[k] for k in keys], dtype=np.int64)
-        buf = io.BytesIO()
-        np.savez_compressed(
-            buf,
-            names=np.frombuffer(json.dumps(keys).encode(), dtype=np.uint8),
-            maxima=self.maxima[idx],
-            stamps=self.stamps[idx],
-            last=self.last[idx],
-            bucket=np.array([self.bucket]),
-        )
-        return buf.getvalue()
+        return self._encode(list(self.slots), bucket=np.array([self.bucket]))
 
     def load(self, blob: bytes) -> None:
         """Rows from `encode`; a blob of another shape or another bucket length (its slots count
