@@ -265,6 +265,11 @@ POD_STATS_DOC = {
         },
         "last": {**_COLUMN, "description": "each pod's newest sample (Unix seconds)"},
         "samples": {**_COLUMN, "description": "samples in the window"},
+        "held": {
+            **_COLUMN,
+            "description": "buckets of the last 24 holding the pod's maxima: how much of the "
+            "day its history `max` covers (fewer for a pod younger than the look-back)",
+        },
         "cpu": {**POD_FIGURES, "description": "millicores"},
         "memory": {**POD_FIGURES, "description": "bytes"},
         "workloadHistory": WORKLOAD_HISTORY,

@@ -9,7 +9,8 @@ Per pod and resource (CPU millicores, memory bytes):
   within about 13 % of the sample's), every sample's weight halving every `half_life` seconds:
   mean, standard deviation, p90, p95, p99 of about the last `half_life` x 2 seconds; and the
   most the pod used in the last 24 buckets of `bucket` seconds (peak_bucket_seconds: an hour,
-  so the last day, by default), from its maximum per bucket.
+  so the last day, by default), from its maximum per bucket, and how many of those buckets
+  hold data (`held`: fewer than 24 for a pod younger than the look-back).
 
 Everything lives in numpy arrays with one row per pod, so a poll of 50,000 pods is a handful of
 array operations, and memory is a fixed number of bytes per pod (docs/peak-model.md states it). A
@@ -39,7 +40,7 @@ MAX_WINDOW_SAMPLES = 64
 WINDOW_FIELDS = ("samples", "mean", "std", "p90", "p95", "p99", "max")
 HISTORY_FIELDS = ("weight", "mean", "std", "p90", "p95", "p99", "max")
 DIGITS = (1, 0)  # CPU to a tenth of a millicore, memory to a byte
-COLUMNS = ("pods", "workloads", "last", "samples", *RESOURCES)  # per-pod parts of the doc
+COLUMNS = ("pods", "workloads", "last", "samples", "held", *RESOURCES)  # per-pod parts of the doc
 # The history's max: the most a pod used in each of the last HOURS (24) buckets (hours by
 # default). The arrays keep their names `hourly` and `hour_of` for the default bucket.
 ROWS = ("ring", "count", "head", "last", "hist", "sums", "extremes", "hourly", "hour_of")
@@ -228,6 +229,9 @@ class PodStats(KeyedRows[PodKey]):
             "workloads": [self.workloads[s] for s in idx.tolist()],
             "last": self.last[idx].round(3).tolist(),
             "samples": count.tolist(),
+            # how much of the day the pod's `max` covers: the scheduler judges a pod younger
+            # than the look-back by its workload's day too (docs/peak-model.md)
+            "held": self._held(idx, now).sum(axis=1).tolist(),
         }
         for r, (resource, base) in enumerate(zip(RESOURCES, BASES, strict=True)):
             win = window_stats(self.ring[idx, r, :], count)
@@ -248,6 +252,10 @@ class PodStats(KeyedRows[PodKey]):
                 },
             }
         return out
+
+    def _held(self, idx: np.ndarray, now: float) -> np.ndarray:
+        """rows x HOURS: the slots holding the pod's maxima of one of the last HOURS buckets."""
+        return recent(self.hour_of, idx, now, self.bucket) & (self.hourly[idx, 0, :] >= 0)
 
     def _day_max(self, idx: np.ndarray, r: int, now: float) -> np.ndarray:
         """The most each pod used over the last HOURS buckets (0 for none)."""

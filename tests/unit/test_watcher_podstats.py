@@ -79,6 +79,21 @@ def test_the_history_max_is_the_last_days():
     assert column(stats.doc(t0 + 29 * hour + 10), A, "cpu", "history", "max") == 100.0
 
 
+def test_held_says_how_many_of_the_days_buckets_the_pods_max_covers():
+    stats = PodStats(window=7200, poll_interval=15, half_life=3600)
+    t0, hour = 100 * 3600.0, 3600.0
+    stats.add(t0 + 10, {A: (900.0, 1e6)})
+    stats.add(t0 + 20, {A: (800.0, 1e6)})  # the same bucket: still one
+    stats.add(t0 + hour + 10, {B: (100.0, 1e6)})
+    stats.add(t0 + 2 * hour + 10, {A: (100.0, 1e6), B: (100.0, 1e6)})
+    doc = stats.doc(t0 + 2 * hour + 10)
+    assert dict(zip(doc["pods"], doc["held"], strict=True)) == {"ns/a": 2, "ns/b": 2}
+    for i in range(3, 30):  # a day and more, every hour: at most the 24 of the look-back
+        stats.add(t0 + i * hour + 10, {A: (100.0, 1e6)})
+    doc = stats.doc(t0 + 29 * hour + 10)
+    assert doc["held"][doc["pods"].index("ns/a")] == 24
+
+
 def test_the_bucket_is_a_setting_and_the_look_back_is_24_of_them():
     stats = PodStats(window=5, poll_interval=1, half_life=720, bucket=60.0)  # an hour at 60x
     t0 = 1000 * 60.0
