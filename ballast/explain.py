@@ -129,8 +129,10 @@ def _peak_lines(scores: dict[str, Any]) -> list[str]:
     for row in rows:
         peak = row["peak"]
         history = peak.get("podsFromHistory") or 0
+        raised = peak.get("podsRaised") or 0
         counted = (
             f"pods: {peak['podsMeasured']} measured"
+            + (f" ({raised} raised to their workload history's day max)" if raised else "")
             + (f", {history} from workload history" if history else "")
             + f", {peak['podsEstimated']} estimated"
             if peak["from"] == "pods"

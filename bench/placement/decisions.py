@@ -51,7 +51,9 @@ class Decision:
     source: str  # which estimate gave the prediction
     margin: float | None  # the winner's lead over the runner-up
     peak_cpu: float | None  # PeakFit's predicted peak with the pod, % (None without PeakFit)
-    peak_source: str | None = None  # PeakFit's: "replicas", "workload history", "estimate (...)"
+    # PeakFit's: "replicas", "replicas raised by workload history", "workload history",
+    # "estimate (...)"
+    peak_source: str | None = None
 
 
 def digest(doc: dict[str, Any]) -> Decision | None:
@@ -89,10 +91,13 @@ def digest(doc: dict[str, Any]) -> Decision | None:
 
 def peak_kind(source: Any) -> str | None:
     """PeakFit's `peakPodFrom` without the workload's name: "replicas of NS/Kind/NAME (2
-    measured)" -> "replicas", "workload history of ... (24 of 24 buckets)" -> "workload history";
-    an estimate stays as it is ("estimate (requests)")."""
+    measured)" -> "replicas", "replicas of ... (2 measured, 1 raised to the workload history's
+    day max)" -> "replicas raised by workload history", "workload history of ... (24 of 24
+    buckets)" -> "workload history"; an estimate stays as it is ("estimate (requests)")."""
     if not isinstance(source, str) or not source:
         return None
+    if source.startswith("replicas of ") and " raised to the " in source:
+        return "replicas raised by workload history"
     for kind in ("replicas", "workload history"):
         if source.startswith(f"{kind} of "):
             return kind

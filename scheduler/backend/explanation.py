@@ -306,6 +306,8 @@ def _expand_peak(parts: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"from": mode, "podsMeasured": measured, "podsEstimated": estimated}
     # records before the workloads' history have no count after the resources
     out["podsFromHistory"] = rest[2] if len(rest) > 2 else 0
+    # and none before the young pods' raise: measured pods whose max their workload's day raised
+    out["podsRaised"] = rest[3] if len(rest) > 3 else 0
     for resource, values in zip((CPU, MEMORY), rest[:2], strict=False):
         entry = {k: round(v, 1) for k, v in zip(peak_fit.PART_FIELDS, values, strict=False)}
         node_peak = values[7] if len(values) > 7 else 0.0

@@ -75,6 +75,7 @@ def parse_pods(doc: Any) -> PodUsage:
     if not isinstance(workloads, list) or len(workloads) != n:
         workloads = [None] * n
     samples = _column(doc.get("samples"), n, "samples")
+    held = _held(doc.get("held"), n)
     cpu = _resource(doc.get("cpu"), n, "cpu")
     memory = _resource(doc.get("memory"), n, "memory")
     good = ~(np.isnan(cpu).any(axis=1) | np.isnan(memory).any(axis=1) | np.isnan(samples))
@@ -87,12 +88,22 @@ def parse_pods(doc: Any) -> PodUsage:
             continue
         workload = workloads[i] if isinstance(workloads[i], str) and workloads[i] else None
         out[(namespace, name)] = PodFigures(
-            int(counts[i]), workload, Figures(*cpu_rows[i]), Figures(*memory_rows[i])
+            int(counts[i]), workload, Figures(*cpu_rows[i]), Figures(*memory_rows[i]), held[i]
         )
     built, k = doc.get("built"), doc.get("windowSamples")
     window_samples = int(k) if _number(k) and k > 0 else 0
     history, buckets = parse_history(doc.get("workloadHistory"))
     return PodUsage(out, float(built) if _number(built) else 0.0, window_samples, history, buckets)
+
+
+def _held(doc: Any, n: int) -> list[int]:
+    """Per pod, the buckets holding its maxima; -1 (not said: the pod is judged by its own
+    figures alone) for a missing or malformed value, or a watcher that does not serve them."""
+    try:
+        held = _column(doc, n, "held")
+    except ValueError:
+        return [-1] * n
+    return np.where(np.isnan(held), -1, held).astype(np.int64).tolist()
 
 
 def parse_history(section: Any) -> tuple[dict[str, WorkloadPeak], int]:

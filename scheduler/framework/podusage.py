@@ -34,6 +34,9 @@ class PodFigures:
     workload: str | None  # `namespace/Kind/name` (shared.workloads), None for a bare pod
     cpu: Figures
     memory: Figures
+    # buckets of the day's look-back holding the pod's maxima (fewer: younger than the
+    # look-back, its `max` covers only what it lived); -1: not said (a watcher before it)
+    held: int = -1
 
 
 @dataclass(frozen=True)

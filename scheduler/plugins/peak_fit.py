@@ -25,7 +25,11 @@ history's day max, the most one replica used, as its percentile, and the mean of
 maxima as its mean (high, an hour's max being at least its mean, and never above the
 percentile), with no deviation. With neither, the estimator's rules
 (plugins/helpers/estimator.py: its workload profile, else its requests or limits scaled) give
-one figure, counted as its mean and its percentile, with no deviation.
+one figure, counted as its mean and its percentile, with no deviation. With `percentile: max`,
+a measured pod younger than the look-back (its maxima fill fewer of the day's buckets: `held`)
+takes the larger of its own max and its workload's day max, in RC-like and, for the part it
+raises, in the node term (the node has not seen the day the pod has not lived); its mean and
+deviation stay its own. The new pod borrows its replicas' figures so raised.
 
 What the node uses beyond its pods (the system, the kubelet, pods the metrics miss) is the
 node window's mean less the pods' means, when positive and fresh; it is added to both
@@ -43,7 +47,7 @@ the others, as Koordinator's LoadAware filter refuses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +85,7 @@ PART_FIELDS = (
 )  # fmt: skip
 _MEMO = NAME + ".sums"  # on the plugin: node name -> (key, sums)
 OVER_LIMIT = "node(s) would pass the predicted peak limit"
+RAISED_BY = "workload history"  # what raises a young pod's max (the sources say it)
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,7 @@ class _NodeSums:
     estimated: int
     unmeasured: tuple[float, float]  # the figures of the pods without history, cpu, memory
     from_history: int = 0  # of the pods without history, those counted from their workload's
+    raised: int = 0  # of the measured pods, those whose max their workload's day raised
 
 
 class Plugin:
@@ -208,20 +214,26 @@ class Plugin:
         hit = self._memo.get(node.name)
         if hit is not None and hit[0] == key:
             return hit[1]
-        pct = self.args.percentile
-        by_pod, min_samples = snap.pod_usage.by_pod, snap.pod_usage.enough(self.args.min_samples)
+        pct, usage = self.args.percentile, snap.pod_usage
+        by_pod, min_samples = usage.by_pod, usage.enough(self.args.min_samples)
         mean, rc = [0.0, 0.0], [0.0, 0.0]
         groups: tuple[dict[str, float], dict[str, float]] = ({}, {})
-        measured = estimated = from_history = 0
+        measured = estimated = from_history = raised = 0
         unmeasured = [0.0, 0.0]
         for pod in node.pods.values():
             figures = by_pod.get((pod.namespace, pod.name))
             if figures is not None and figures.samples >= min_samples:
                 measured += 1
                 group = figures.workload or pod.uid
+                lift = self._lift(figures, usage)
+                raised += lift is not None
                 for r, f in ((0, figures.cpu), (1, figures.memory)):
                     mean[r] += f.mean
                     rc[r] += getattr(f, pct)
+                    if lift is not None:
+                        # the part of its day the pod has not lived, the node has not seen
+                        rc[r] += lift[r]
+                        unmeasured[r] += lift[r]
                     if f.std > 0:
                         groups[r][group] = groups[r].get(group, 0.0) + f.std
             elif (peak := self._history(pod, snap)) is not None:
@@ -247,6 +259,7 @@ class Plugin:
             estimated,
             tuple(unmeasured),  # type: ignore[arg-type]
             from_history,
+            raised,
         )
         if len(self._memo) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their sums
             self._memo = {k: v for k, v in self._memo.items() if k in snap.nodes}
@@ -254,17 +267,42 @@ class Plugin:
         return found
 
     # -- the new pod ----------------------------------------------------------------------------
-    def _replicas(self, usage_doc: PodUsage) -> dict[str, tuple[int, PodFigures]]:
-        """Per workload, its measured replicas' mean figures (once per document)."""
-        memo_key = (NAME, self.args.min_samples)
+    def _lift(self, figures: PodFigures, usage: PodUsage) -> tuple[float, float] | None:
+        """How far a measured pod's max (cpu, memory) rises to its workload's day max, the most
+        one replica used over the look-back, when the pod holds fewer buckets than that (younger
+        than a day: its own max covers only what it lived); None when it does not rise. Only
+        for `percentile: max`: the workload's history keeps maxima, which would overstate a
+        p90-p99."""
+        if self.args.percentile != "max" or not 0 <= figures.held < usage.history_buckets:
+            return None
+        peak = usage.history.get(figures.workload) if figures.workload else None
+        if peak is None:
+            return None
+        lift = tuple(
+            max(top - f.max, 0.0)
+            for top, f in zip(peak.max, (figures.cpu, figures.memory), strict=True)
+        )
+        return lift if any(lift) else None  # type: ignore[return-value]
+
+    def _replicas(self, usage_doc: PodUsage) -> dict[str, tuple[int, PodFigures, int]]:
+        """Per workload, its measured replicas' mean figures, each young replica's max raised
+        to its workload's day max first (`_lift`), and how many were (once per document)."""
+        memo_key = (NAME, self.args.min_samples, self.args.percentile)
         found = usage_doc.memo.get(memo_key)
         if found is None:
             need = usage_doc.enough(self.args.min_samples)
-            sums: dict[str, list] = {}
+            sums: dict[str, list[PodFigures]] = {}
+            raised: dict[str, int] = {}
             for figures in usage_doc.by_pod.values():
                 if figures.workload and figures.samples >= need:
+                    lift = self._lift(figures, usage_doc)
+                    if lift is not None:
+                        raised[figures.workload] = raised.get(figures.workload, 0) + 1
+                        figures = _raise(figures, lift)
                     sums.setdefault(figures.workload, []).append(figures)
-            found = {w: (len(items), _average(items)) for w, items in sums.items()}
+            found = {
+                w: (len(items), _average(items), raised.get(w, 0)) for w, items in sums.items()
+            }
             usage_doc.memo[memo_key] = found
         return found
 
@@ -283,10 +321,11 @@ class Plugin:
         w = estimator.workload(pod)
         replicas = self._replicas(snap.pod_usage).get(w.key) if w is not None else None
         if w is not None and replicas is not None:
-            count, f = replicas
+            count, f, raised = replicas
             pct = self.args.percentile
             figures = [(x.mean, x.std, x.get(pct)) for x in (f.cpu, f.memory)]
-            return w.key, figures, f"replicas of {w.key} ({count} measured)"
+            lifted = f", {raised} raised to the {RAISED_BY}'s day max" if raised else ""
+            return w.key, figures, f"replicas of {w.key} ({count} measured{lifted})"
         peak = self._history(pod, snap)
         if w is not None and peak is not None:
             figures = [(peak.bucket_mean[r], 0.0, peak.max[r]) for r in (0, 1)]
@@ -409,14 +448,14 @@ class Plugin:
 def parts_of(state: CycleState, node: str) -> list[Any] | None:
     """The decision record's view of one node's prediction: [how its pods were counted,
     measured pods, estimated pods, then per resource (cpu, memory) PART_FIELDS, then the pods
-    counted from their workload's history]."""
+    counted from their workload's history, then the measured pods whose max it raised]."""
     found = (state.get(PARTS) or {}).get(node)
     if found is None:
         return None
     (table, sums), i = found
     s = sums[i]
     per_resource = (table[i, r].tolist() for r in range(2))
-    return [s.mode, s.measured, s.estimated, *per_resource, s.from_history]
+    return [s.mode, s.measured, s.estimated, *per_resource, s.from_history, s.raised]
 
 
 def _long_peak(snap: Snapshot, node: NodeInfo, resource: str) -> float:
@@ -435,6 +474,15 @@ def _node_p95(snap: Snapshot, node: NodeInfo, resource: str, weight: float) -> f
     if stats is None or stats.p95 is None or weight <= 0:
         return None
     return stats.p95 * weight
+
+
+def _raise(figures: PodFigures, lift: tuple[float, float]) -> PodFigures:
+    """`figures` with each resource's max raised by `lift`."""
+    cpu, memory = (
+        replace(f, max=f.max + up)
+        for f, up in zip((figures.cpu, figures.memory), lift, strict=True)
+    )
+    return replace(figures, cpu=cpu, memory=memory)
 
 
 def _average(items: list[PodFigures]) -> PodFigures:

@@ -121,7 +121,7 @@ def test_pods_without_history_count_by_the_estimator():
     new = make_pod("new", [container("100m")])
     state = CycleState()
     plugin.score_all(state, new, [node], snap)
-    mode, measured, estimated, cpu, _, _ = peak_fit.parts_of(state, "n")
+    mode, measured, estimated, cpu, *_ = peak_fit.parts_of(state, "n")
     assert (mode, measured, estimated) == (peak_fit.PODS, 1, 2)
     # requests x 0.85 (Koordinator's scaling) for young (340m), unknown (170m) and new (85m)
     peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
@@ -181,7 +181,7 @@ def test_without_pod_statistics_the_node_window_stands_in():
     plugin = Plugin(Args(n_sigma=2.0))
     state = CycleState()
     plugin.score_all(state, make_pod("new", [container("100m")]), [node], snap)
-    mode, measured, estimated, cpu, _, _ = peak_fit.parts_of(state, "n")
+    mode, measured, estimated, cpu, *_ = peak_fit.parts_of(state, "n")
     assert mode == peak_fit.NODE
     peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
     assert rc == pytest.approx(1400.0 + 100.0 + 85.0)  # p95 70 % of 2 cores, recent, the pod
@@ -196,7 +196,7 @@ def test_what_no_pod_explains_counts_on_the_node():
     snap.pod_usage = PodUsage({("ns", "p"): figures(flat(400.0, 0.0, 450.0))})
     state = CycleState()
     Plugin(Args(n_sigma=0.0)).score_all(state, make_pod("new", [container("100m")]), [node], snap)
-    _, _, _, cpu, _, _ = peak_fit.parts_of(state, "n")
+    _, _, _, cpu, *_ = peak_fit.parts_of(state, "n")
     assert cpu[1] == pytest.approx(450.0 + 600.0 + 85.0)
 
 

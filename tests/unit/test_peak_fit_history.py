@@ -54,7 +54,7 @@ def test_measured_replicas_come_before_the_history():
     state = CycleState()
     Plugin().score_all(state, replica("web-new"), [node], snap)
     assert state[peak_fit.PARTS][""] == f"replicas of {WEB} (1 measured)"
-    mode, measured_pods, estimated, cpu, _, from_history = peak_fit.parts_of(state, "n")
+    mode, measured_pods, estimated, cpu, _, from_history, _ = peak_fit.parts_of(state, "n")
     assert (measured_pods, estimated, from_history) == (1, 0, 0)
     assert cpu[5] == 180.0  # the replicas' day max
 
@@ -68,7 +68,7 @@ def test_a_pod_bound_a_moment_ago_counts_its_workloads_day_max_on_the_node():
     snap.pod_usage = usage()
     state = CycleState()
     Plugin().score_all(state, replica("api-new", app="api"), [node], snap)
-    mode, measured, estimated, cpu, _, from_history = peak_fit.parts_of(state, "n")
+    mode, measured, estimated, cpu, _, from_history, _ = peak_fit.parts_of(state, "n")
     # per pod, not the node's window: a history is a figure of the pod's own
     assert (mode, measured, estimated, from_history) == (peak_fit.PODS, 0, 1, 1)
     peak, rc, ns, mean, sigma, share, capacity, node_term = cpu

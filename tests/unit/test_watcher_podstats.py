@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from watcher.podstats import ROWS, PodStats
+from watcher.podstats import ROWS, PodStats, in_namespace
 
 A, B = ("ns", "a"), ("ns", "b")
 
@@ -88,6 +88,7 @@ def test_held_says_how_many_of_the_days_buckets_the_pods_max_covers():
     stats.add(t0 + 2 * hour + 10, {A: (100.0, 1e6), B: (100.0, 1e6)})
     doc = stats.doc(t0 + 2 * hour + 10)
     assert dict(zip(doc["pods"], doc["held"], strict=True)) == {"ns/a": 2, "ns/b": 2}
+    assert in_namespace(doc, "ns")["held"] == [2, 2] and in_namespace(doc, "x")["held"] == []
     for i in range(3, 30):  # a day and more, every hour: at most the 24 of the look-back
         stats.add(t0 + i * hour + 10, {A: (100.0, 1e6)})
     doc = stats.doc(t0 + 29 * hour + 10)
