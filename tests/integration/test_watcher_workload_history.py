@@ -2,8 +2,8 @@
 Redis (written with the watcher's own encode and store, as the trace benchmark's warm start
 writes it), taken over by a real watcher at start, fed by its pod poll from cAdvisor-like
 series in a real Prometheus joined to workloads through a real kube-apiserver, served in
-/api/v1/pods, parsed by the scheduler's client, and kept across a takeover for a workload whose
-pods are all gone."""
+/api/v1/pods (with how many buckets the live replica's own maxima hold), parsed by the
+scheduler's client, and kept across a takeover for a workload whose pods are all gone."""
 
 from __future__ import annotations
 
@@ -83,6 +83,10 @@ def test_a_workloads_day_outlives_its_pods_and_the_poller(
             1, (GONE_M, MEMORY), (GONE_M, MEMORY)
         )
         assert parsed.history_buckets == 24
+        # the live replica has lived a bucket (two if an hour turned meanwhile), not the day its
+        # workload's history spans: PeakFit judges it by that day's 700m too, not its own 300m
+        assert 1 <= doc["held"][0] <= 2
+        assert parsed.by_pod[(namespace, pod)].held == doc["held"][0]
         # persisted with an expiry, and taken over by the next poller
         assert redis_server.client().pttl(f"{prefix}pods:history") > 0
         first.kill()
