@@ -29,7 +29,8 @@ one figure, counted as its mean and its percentile, with no deviation. With `per
 a measured pod younger than the look-back (its maxima fill fewer of the day's buckets: `held`)
 takes the larger of its own max and its workload's day max, in RC-like and, for the part it
 raises, in the node term (the node has not seen the day the pod has not lived); its mean and
-deviation stay its own. The new pod borrows its replicas' figures so raised.
+deviation stay its own. The new pod borrows its replicas' figures so raised. Those sources
+(replicas, workload history, the raise) are plugins/helpers/podfigures.py's.
 
 What the node uses beyond its pods (the system, the kubelet, pods the metrics miss) is the
 node window's mean less the pods' means, when positive and fresh; it is added to both
@@ -47,7 +48,7 @@ the others, as Koordinator's LoadAware filter refuses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +64,9 @@ from scheduler.framework import (
     Snapshot,
     Status,
 )
-from scheduler.framework.podusage import PERCENTILES, PodFigures, PodUsage, WorkloadPeak
+from scheduler.framework.podusage import PERCENTILES, PodUsage, WorkloadPeak
 from scheduler.framework.resources import go_round_array
-from scheduler.plugins.helpers import estimator
+from scheduler.plugins.helpers import estimator, podfigures
 from scheduler.plugins.helpers.estimator import EstimatorArgs, parse_estimator_args
 from scheduler.plugins.helpers.loadview import usage_arrays
 
@@ -85,7 +86,6 @@ PART_FIELDS = (
 )  # fmt: skip
 _MEMO = NAME + ".sums"  # on the plugin: node name -> (key, sums)
 OVER_LIMIT = "node(s) would pass the predicted peak limit"
-RAISED_BY = "workload history"  # what raises a young pod's max (the sources say it)
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ class Plugin:
             if figures is not None and figures.samples >= min_samples:
                 measured += 1
                 group = figures.workload or pod.uid
-                lift = self._lift(figures, usage)
+                lift = podfigures.lift(figures, usage, pct)
                 raised += lift is not None
                 for r, f in ((0, figures.cpu), (1, figures.memory)):
                     mean[r] += f.mean
@@ -236,7 +236,7 @@ class Plugin:
                         unmeasured[r] += lift[r]
                     if f.std > 0:
                         groups[r][group] = groups[r].get(group, 0.0) + f.std
-            elif (peak := self._history(pod, snap)) is not None:
+            elif (peak := self._workload_day(pod, usage)) is not None:
                 from_history += 1
                 for r in (0, 1):
                     mean[r] += peak.bucket_mean[r]
@@ -267,54 +267,11 @@ class Plugin:
         return found
 
     # -- the new pod ----------------------------------------------------------------------------
-    def _lift(self, figures: PodFigures, usage: PodUsage) -> tuple[float, float] | None:
-        """How far a measured pod's max (cpu, memory) rises to its workload's day max, the most
-        one replica used over the look-back, when the pod holds fewer buckets than that (younger
-        than a day: its own max covers only what it lived); None when it does not rise. Only
-        for `percentile: max`: the workload's history keeps maxima, which would overstate a
-        p90-p99."""
-        if self.args.percentile != "max" or not 0 <= figures.held < usage.history_buckets:
-            return None
-        peak = usage.history.get(figures.workload) if figures.workload else None
-        if peak is None:
-            return None
-        lift = tuple(
-            max(top - f.max, 0.0)
-            for top, f in zip(peak.max, (figures.cpu, figures.memory), strict=True)
-        )
-        return lift if any(lift) else None  # type: ignore[return-value]
+    def _replicas(self, usage: PodUsage) -> dict[str, podfigures.Replicas]:
+        return podfigures.replicas(usage, self.args.min_samples, self.args.percentile)
 
-    def _replicas(self, usage_doc: PodUsage) -> dict[str, tuple[int, PodFigures, int]]:
-        """Per workload, its measured replicas' mean figures, each young replica's max raised
-        to its workload's day max first (`_lift`), and how many were (once per document)."""
-        memo_key = (NAME, self.args.min_samples, self.args.percentile)
-        found = usage_doc.memo.get(memo_key)
-        if found is None:
-            need = usage_doc.enough(self.args.min_samples)
-            sums: dict[str, list[PodFigures]] = {}
-            raised: dict[str, int] = {}
-            for figures in usage_doc.by_pod.values():
-                if figures.workload and figures.samples >= need:
-                    lift = self._lift(figures, usage_doc)
-                    if lift is not None:
-                        raised[figures.workload] = raised.get(figures.workload, 0) + 1
-                        figures = _raise(figures, lift)
-                    sums.setdefault(figures.workload, []).append(figures)
-            found = {
-                w: (len(items), _average(items), raised.get(w, 0)) for w, items in sums.items()
-            }
-            usage_doc.memo[memo_key] = found
-        return found
-
-    def _history(self, pod: PodInfo, snap: Snapshot) -> WorkloadPeak | None:
-        """The pod's workload's day of maxima, when no replica of it is measured."""
-        usage = snap.pod_usage
-        if not usage.history:
-            return None
-        w = estimator.workload(pod)
-        if w is None or w.key in self._replicas(usage):
-            return None
-        return usage.history.get(w.key)
+    def _workload_day(self, pod: PodInfo, usage: PodUsage) -> WorkloadPeak | None:
+        return podfigures.workload_day(pod, usage, self.args.min_samples, self.args.percentile)
 
     def _new_pod(self, pod: PodInfo, snap: Snapshot) -> tuple[str, list[tuple[float, ...]], str]:
         """(group, [(mean, std, percentile) for cpu, memory], where the figures come from)."""
@@ -324,9 +281,9 @@ class Plugin:
             count, f, raised = replicas
             pct = self.args.percentile
             figures = [(x.mean, x.std, x.get(pct)) for x in (f.cpu, f.memory)]
-            lifted = f", {raised} raised to the {RAISED_BY}'s day max" if raised else ""
+            lifted = f", {raised} raised to the {podfigures.RAISED_BY}'s day max" if raised else ""
             return w.key, figures, f"replicas of {w.key} ({count} measured{lifted})"
-        peak = self._history(pod, snap)
+        peak = self._workload_day(pod, snap.pod_usage)
         if w is not None and peak is not None:
             figures = [(peak.bucket_mean[r], 0.0, peak.max[r]) for r in (0, 1)]
             span = snap.pod_usage.history_buckets or "?"
@@ -474,29 +431,3 @@ def _node_p95(snap: Snapshot, node: NodeInfo, resource: str, weight: float) -> f
     if stats is None or stats.p95 is None or weight <= 0:
         return None
     return stats.p95 * weight
-
-
-def _raise(figures: PodFigures, lift: tuple[float, float]) -> PodFigures:
-    """`figures` with each resource's max raised by `lift`."""
-    cpu, memory = (
-        replace(f, max=f.max + up)
-        for f, up in zip((figures.cpu, figures.memory), lift, strict=True)
-    )
-    return replace(figures, cpu=cpu, memory=memory)
-
-
-def _average(items: list[PodFigures]) -> PodFigures:
-    """The replicas' figures averaged field by field: what one more replica is expected to do."""
-    n = len(items)
-
-    def mean_of(which: str) -> Any:
-        values = [getattr(f, which) for f in items]
-        first = values[0]
-        return type(first)(**{k: sum(getattr(v, k) for v in values) / n for k in _FIELDS})
-
-    return PodFigures(
-        min(f.samples for f in items), items[0].workload, mean_of("cpu"), mean_of("memory")
-    )
-
-
-_FIELDS = ("mean", "std", "p90", "p95", "p99", "max")
