@@ -17,6 +17,7 @@ from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
+from bench.placement import budget
 from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.placement.plots import plot_all
@@ -29,7 +30,10 @@ from sandbox.peers import koordinator
 # -- the command --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench.placement", description=pl.__doc__.split("\n\n")[0]
+        prog="bench.placement",
+        description=pl.__doc__.split("\n\n")[0],
+        epilog=budget.help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--quick",

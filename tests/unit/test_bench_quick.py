@@ -4,10 +4,13 @@ while the full runs' shapes stay exactly what main's full runs measured."""
 from __future__ import annotations
 
 import re
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
+from bench.harness import budget
+from bench.placement import budget as placement_budget
 from bench.placement import run as pl
 from bench.placement import trace as pt
+from bench.rebalance import budget as rebalance_budget
 from bench.rebalance import run as rb
 
 
@@ -82,3 +85,34 @@ def test_a_result_says_which_window_it_played() -> None:
     written = {"waves": 3, "gap_seconds": 20.0, "after_seconds": 40.0}
     assert pt.shape_of({"setup": {"trace": written}}) == pt.QUICK
     assert pt.shape_of({"setup": {}}) == pt.FULL  # written before the shape was recorded
+
+
+def test_quick_placement_is_estimated_within_15_minutes_even_if_every_seed_waits() -> None:
+    parts = placement_budget.quick()
+    assert [p.what for p in parts[: len(pl.QUICK)]] == list(pl.QUICK)
+    assert budget.total(parts) < budget.QUICK_BUDGET
+    # every synthetic seed waiting out BIND_QUIET, the venv made too: still within the budget
+    assert budget.total(placement_budget.every_seed_pending()) < budget.QUICK_BUDGET
+
+
+def test_quick_rebalance_is_estimated_within_15_minutes() -> None:
+    parts = rebalance_budget.quick()
+    assert [p.what for p in parts[: len(rb.QUICK)]] == list(rb.SCENARIOS)
+    assert budget.total(parts) < budget.QUICK_BUDGET
+
+
+def test_the_estimates_follow_the_shapes() -> None:
+    steady, n = pl.QUICK["steady"], len(pl.QUICK_CONTENDERS)
+    base, how = placement_budget.seed_seconds(steady, n, pending=False)
+    longer, _ = placement_budget.seed_seconds(replace(steady, gap=40.0), n, pending=False)
+    waiting, _ = placement_budget.seed_seconds(steady, n, pending=True)
+    assert longer - base == (steady.waves - 1) * 20.0 and "waves 20" in how
+    assert waiting - base == pl.BIND_QUIET - (pl.RAMP_SECONDS + 1)
+    full, _ = placement_budget.window_seconds(pt.FULL, n)
+    quick, _ = placement_budget.window_seconds(pt.QUICK, n)
+    saved = (pt.FULL.length - pt.QUICK.length) * (1 + placement_budget.MEASURE_TRACE)
+    assert abs(full - quick - saved) < 1e-9
+    drift, pools = rb.QUICK["drift"], len(rb.QUICK_CONTENDERS)
+    a, _ = rebalance_budget.seed_seconds(drift, pools)
+    b, _ = rebalance_budget.seed_seconds(replace(drift, observe=drift.observe + 20), pools)
+    assert b - a == 20.0
