@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import astuple, replace
+from pathlib import Path
 
 from bench.harness import budget
 from bench.placement import budget as placement_budget
@@ -12,6 +13,8 @@ from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.rebalance import budget as rebalance_budget
 from bench.rebalance import run as rb
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_full_shapes_are_unchanged() -> None:
@@ -116,3 +119,22 @@ def test_the_estimates_follow_the_shapes() -> None:
     a, _ = rebalance_budget.seed_seconds(drift, pools)
     b, _ = rebalance_budget.seed_seconds(replace(drift, observe=drift.observe + 20), pools)
     assert b - a == 20.0
+
+
+def test_the_docs_and_help_give_the_estimates_the_code_makes() -> None:
+    docs = (ROOT / "docs" / "benchmarks.md").read_text()
+    placement, rebalance = placement_budget.quick(), rebalance_budget.quick()
+    for parts, module in ((placement, placement_budget), (rebalance, rebalance_budget)):
+        assert budget.table(parts) in docs and budget.table(parts) in module.help_text()
+    worst = budget.total(placement_budget.every_seed_pending())
+    assert f"If every seed left a pod pending: {worst:.0f} s" in docs
+    minutes = {"placement": round(budget.total(placement) / 60),
+               "rebalance": round(budget.total(rebalance) / 60)}  # fmt: skip
+    rows = {r.split("`")[1]: r for r in docs.splitlines() if r.startswith("| `make bench-")}
+    for name, m in minutes.items():
+        assert f"| about {m} min (est." in rows[f"make bench-{name}"]
+    assert f"about {minutes['placement']} minutes" in (ROOT / "docs" / "placement.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"seven contenders (about {minutes['placement']}\n" in makefile
+    assert f"five contenders (about {minutes['rebalance']} minutes" in makefile
+    assert len(pl.QUICK_CONTENDERS) == 7 and len(rb.QUICK_CONTENDERS) == 5
