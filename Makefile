@@ -163,7 +163,8 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 # Koordinator's koord-scheduler is built into .cache/ on first use (a contender since issue 34).
-# BENCH_ARGS=--quick: one seed, steady, burst and the trace (about 8 minutes instead of about 65);
+# BENCH_ARGS=--quick: one seed of every scenario in a shorter shape, seven contenders (about 13
+# minutes from a fresh clone, an estimate printed by its --help and docs/benchmarks.md);
 # BENCH_ARGS="--source metrics-server": the watcher reads metrics-server.
 bench-placement: trimaran-build metrics-server-build koordinator-build loadwatcher-build $(VENV)/.bench-installed
 	$(PY) -m bench.placement $(BENCH_ARGS)
@@ -186,8 +187,9 @@ bench-peaks: $(VENV)/.bench-installed
 	$(PY) -m bench.peaks $(BENCH_ARGS)
 
 # Rebalancers side by side (none, Ballast's, upstream descheduler, koord-descheduler) on drift,
-# hot-start and stable; builds the descheduler and Koordinator into .cache/ on first use.
-# BENCH_ARGS="--seeds 1" for one seed.
+# hot-start, stable and the trace; builds the descheduler and Koordinator into .cache/ on first use.
+# BENCH_ARGS="--seeds 1" for one seed; BENCH_ARGS=--quick: one seed of every scenario shortened,
+# five contenders (about 12 minutes, an estimate printed by its --help).
 bench-rebalance: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance $(BENCH_ARGS)
 

@@ -17,6 +17,7 @@ from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
+from bench.placement import budget
 from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.placement.plots import plot_all
@@ -29,17 +30,25 @@ from sandbox.peers import koordinator
 # -- the command --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench.placement", description=pl.__doc__.split("\n\n")[0]
+        prog="bench.placement",
+        description=pl.__doc__.split("\n\n")[0],
+        epilog=budget.help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="one seed, two scenarios")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"one seed of every scenario in a shorter shape, {len(pl.QUICK_CONTENDERS)} "
+        "contenders (placement-quick.json)",
+    )
     parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(pl.SCENARIOS)}")
     parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(pl.SEEDS)})")
     parser.add_argument("--nodes", type=int, default=pl.NODES_PER_POOL, help="nodes per pool")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/results/...)")
     parser.add_argument(
         "--contenders",
-        help=f"comma-separated (default {', '.join(pl.CONTENDERS)}), "
-        f"of {', '.join(pl.DESCRIPTIONS)}",
+        help=f"comma-separated (default {', '.join(pl.CONTENDERS)}; --quick: "
+        f"{', '.join(pl.QUICK_CONTENDERS)}), of {', '.join(pl.DESCRIPTIONS)}",
     )
     parser.add_argument(
         "--source", choices=pl.SOURCES, default="prometheus", help="what the watcher reads"
@@ -52,11 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.plot is not None:
         return redraw(args.plot, plot_all)
-    names = args.scenarios.split(",") if args.scenarios else list(pl.SCENARIOS)
-    seeds = list(pl.SEEDS)
-    if args.quick:
-        names = args.scenarios.split(",") if args.scenarios else list(pl.QUICK_SCENARIOS)
-        seeds = seeds[:1]
+    shapes = pl.QUICK if args.quick else pl.SCENARIOS
+    window_shape = pt.QUICK if args.quick else pt.FULL
+    names = args.scenarios.split(",") if args.scenarios else list(shapes)
+    if unknown := [n for n in names if n not in shapes]:
+        parser.error(f"unknown scenarios {unknown}: of {', '.join(shapes)}")
+    seeds = list(pl.SEEDS)[:1] if args.quick else list(pl.SEEDS)
     if args.seeds:
         seeds = list(range(1, args.seeds + 1))
     trace = None
@@ -68,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         names.remove("trace")
     suffix = "" if args.source == "prometheus" else f"-{args.source}"
     out = args.out or pl.RESULTS / f"placement{'-quick' if args.quick else ''}{suffix}.json"
-    contenders = args.contenders.split(",") if args.contenders else list(pl.CONTENDERS)
+    default = pl.QUICK_CONTENDERS if args.quick else pl.CONTENDERS
+    contenders = args.contenders.split(",") if args.contenders else list(default)
     if unknown := [c for c in contenders if c not in pl.DESCRIPTIONS]:
         parser.error(f"unknown contenders {unknown}: of {', '.join(pl.DESCRIPTIONS)}")
     runguard.start_run(parser, args.allow_dirty)
@@ -85,10 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         for seed in windows if name == "trace" else seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
             if name == "trace":
-                run = pt.run_one(seed, contenders, trace, say=_say)
+                run = pt.run_one(seed, contenders, trace, say=_say, shape=window_shape)
             else:
                 run = pl.run_one(
-                    pl.SCENARIOS[name], seed, contenders, args.nodes, say=_say, source=args.source
+                    shapes[name], seed, contenders, args.nodes, say=_say, source=args.source
                 )
             runs.append(run)
             for c, r in run["contenders"].items():
@@ -125,17 +136,19 @@ def main(argv: list[str] | None = None) -> int:
             "fresh_node_metrics": asdict(pl.FRESH_NODE_METRICS),
             "load_aware_args": {"koordinator": {}, "koordinator-agg": pl.KOORDINATOR_P95},
             "source": args.source,
-            "scenarios": {n: pl.SCENARIOS[n].about for n in names},
+            "scenarios": {n: shapes[n].about for n in names},
             "contenders": {c: pl.DESCRIPTIONS[c] for c in contenders},
         },
-        "feasibility": pl.feasibility([n for n in names if n != "trace"], seeds, args.nodes),
+        "feasibility": pl.feasibility(
+            [n for n in names if n != "trace"], seeds, args.nodes, shapes
+        ),
         "summary": summary,
         "goals": pl.goals(summary),
         "verdicts": verdicts,
         "runs": runs,
     }
     if trace is not None:
-        doc["setup"]["trace"] = pt.setup(trace)
+        doc["setup"]["trace"] = pt.setup(trace, window_shape)
         print(scenario_table(doc, "trace", pt.COLUMNS))
     write_result(out, doc)  # before the pictures: a failing plot never loses a run
     print_verdicts(verdicts)

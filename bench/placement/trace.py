@@ -8,10 +8,11 @@ mapping and scale: 200 m of use a VM core used, 50 m of request a VM core given,
 Replicas are bare pods owned by a stand-in ReplicaSet, as in the `learnable` scenario, so
 Ballast's watcher learns a profile per Deployment from the replicas that run.
 
-Arrival: WAVES waves GAP s apart from the replay's start; replica k of a workload comes in wave
-first + k, the workloads' first waves spread over the waves, so a later replica meets a
-profile learned from its siblings (a one-replica workload meets none). The replay plays from the
-first wave until AFTER s past the last (at bench.harness.timescale's speed).
+Arrival (a `Shape`: FULL, or QUICK for `--quick`): `waves` waves `gap` s apart from the replay's
+start; replica k of a workload comes in wave first + k, the workloads' first waves spread over the
+waves, so a later replica meets a profile learned from its siblings (a one-replica workload meets
+none). The replay plays from the first wave until `after` s past the last (at
+bench.harness.timescale's speed, whatever the shape: a quick window is shorter, never faster).
 
 Warm start: Koordinator's node agent stand-in starts with its aggregates full
 (sandbox.load.nodemetric's warm_start), and Ballast's watcher starts with what a watcher that
@@ -33,7 +34,7 @@ import os
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.harness import timescale
@@ -51,10 +52,31 @@ NODES = 10
 NODE_CPU = 4
 FILL = 0.9
 BACKGROUND = (5.0, 30.0)
-WAVES = 4
-GAP = 30.0
-AFTER = 120.0
-LENGTH = (WAVES - 1) * GAP + AFTER  # wall seconds from the first wave to the window's end
+MAX_REPLICAS = 3  # a workload's replicas (sandbox.load.trace_player.replicas: 1, 2 or 3)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """When a window's workloads arrive and how long it plays (wall seconds)."""
+
+    waves: int
+    gap: float
+    after: float  # from the last wave to the window's end
+
+    def __post_init__(self) -> None:
+        if self.waves < MAX_REPLICAS:  # a workload's replicas arrive one a wave
+            raise ValueError(f"a window needs at least {MAX_REPLICAS} waves, got {self.waves}")
+
+    @property
+    def length(self) -> float:
+        """Wall seconds from the first wave to the window's end."""
+        return (self.waves - 1) * self.gap + self.after
+
+
+FULL = Shape(waves=4, gap=30.0, after=120.0)
+# `--quick`: 16 trace steps instead of 42, at the same speed. Three waves still bring a
+# workload's three replicas one a wave, each meeting its siblings' profile four steps old.
+QUICK = Shape(waves=3, gap=20.0, after=40.0)
 # One trace step every STEP_WALL s, every contender's timing scaled to it (docs/trace.md).
 PLAYER = PlayerConfig(step_seconds=timescale.STEP_WALL)
 TIMING = timescale.trace_timing()
@@ -64,7 +86,7 @@ PEAK_SAMPLE = max(1, round(timescale.STEP_WALL))
 
 
 def plan(
-    trace: Trace, seed: int
+    trace: Trace, seed: int, shape: Shape = FULL
 ) -> tuple[list[pl.NodePlan], list[pl.PodPlan], list[int], list[tuple[str, int]]]:
     """Nodes, pods (PodPlan.deployment = the index of the VM in `chosen`), each pod's wave, and
     the chosen (VM, replicas)."""
@@ -77,7 +99,7 @@ def plan(
     pods, waves = [], []
     for v, (vm, n) in enumerate(chosen):
         cpu_m = round(trace.vms[vm].request_cores * PLAYER.cpu_m_per_core / PLAYER.overcommit)
-        first = v % (WAVES - n + 1)
+        first = v % (shape.waves - n + 1)
         for k in range(n):
             pods.append(pl.PodPlan(cpu_m, 1.0, v))
             waves.append(first + k)
@@ -121,10 +143,11 @@ class Setup:
     first_step: int
     player: TracePlayer
     config: Any
+    shape: Shape = field(default=FULL)
 
 
-def setup_window(trace: Trace, seed: int, contenders: list[str]) -> Setup:
-    node_plans, pod_plans, waves, chosen = plan(trace, seed)
+def setup_window(trace: Trace, seed: int, contenders: list[str], shape: Shape = FULL) -> Setup:
+    node_plans, pod_plans, waves, chosen = plan(trace, seed, shape)
     first_step = day_start(trace, seed)
     workload_of = {
         f"{pl.NAMESPACE}/{pl.pod_name(c, j)}": workload_name(chosen[p.deployment][0])
@@ -141,7 +164,7 @@ def setup_window(trace: Trace, seed: int, contenders: list[str]) -> Setup:
     config = replace(
         pl.simulator_config(seed, node_plans, pod_plans), trace=player, ramp_seconds=RAMP
     )
-    return Setup(node_plans, pod_plans, waves, chosen, first_step, player, config)
+    return Setup(node_plans, pod_plans, waves, chosen, first_step, player, config, shape)
 
 
 def replicas_of(contenders: list[str], pods: list[pl.PodPlan]) -> dict[str, list[str]]:
@@ -163,8 +186,18 @@ def warm_start(w: Setup, contenders: list[str]) -> WarmStart:
     return WarmStart(w.player, replicas_of(contenders, w.pods), bucket, prefix)
 
 
-def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[str, Any]:
-    w = setup_window(trace, seed, contenders)
+def shape_of(doc: dict[str, Any]) -> Shape:
+    """The shape a placement result's windows played (FULL for results that did not say)."""
+    setup = doc.get("setup", {}).get("trace", {})
+    if "waves" not in setup:
+        return FULL
+    return Shape(setup["waves"], setup["gap_seconds"], setup["after_seconds"])
+
+
+def run_one(
+    seed: int, contenders: list[str], trace: Trace, say=print, shape: Shape = FULL
+) -> dict[str, Any]:
+    w = setup_window(trace, seed, contenders, shape)
     node_plans, pod_plans, waves, chosen = w.nodes, w.pods, w.waves, w.chosen
     first_step, player, config = w.first_step, w.player, w.config
     memory = {v: player.requests(vm)[1] for v, (vm, _) in enumerate(chosen)}
@@ -193,8 +226,8 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
         first = max(time.monotonic(), (warm.end or 0.0) - wall_offset)
         pl._sleep_until(first)
         player.start(first + wall_offset)
-        for w in range(WAVES):
-            pl._sleep_until(first + w * GAP)
+        for w in range(shape.waves):
+            pl._sleep_until(first + w * shape.gap)
             bodies = [
                 _body(c, j, p, memory[p.deployment])
                 for j, p in enumerate(pod_plans)
@@ -203,7 +236,7 @@ def run_one(seed: int, contenders: list[str], trace: Trace, say=print) -> dict[s
             ]
             with ThreadPoolExecutor(pl.CREATE_THREADS) as pool:
                 list(pool.map(lambda b: maker.create(pl.NAMESPACE, b), bodies))
-        pl._sleep_until(first + LENGTH)
+        pl._sleep_until(first + shape.length)
         final_at = time.time()
         tracker.stop()
         placed_all = pl._placements(services.plane, tracker, wall_offset)
@@ -330,16 +363,16 @@ COLUMNS = (
 )
 
 
-def setup(trace: Trace) -> dict[str, Any]:
+def setup(trace: Trace, shape: Shape = FULL) -> dict[str, Any]:
     return {
         "source": trace.source,
         "nodes_per_pool": NODES,
         "node_cpu": NODE_CPU,
         "fill": FILL,
         "background_cpu": BACKGROUND,
-        "waves": WAVES,
-        "gap_seconds": GAP,
-        "after_seconds": AFTER,
+        "waves": shape.waves,
+        "gap_seconds": shape.gap,
+        "after_seconds": shape.after,
         "cpu_m_per_core": PLAYER.cpu_m_per_core,
         "overcommit": PLAYER.overcommit,
         "memory_scale": PLAYER.memory_scale,

@@ -48,7 +48,7 @@ def window(
     setup.player.start(start)
     placed = {d.pod: (d.node, d.time) for d in records}
     series = pt.over_time(
-        contender, setup.nodes, setup.pods, placed, setup.config, start, start + pt.LENGTH
+        contender, setup.nodes, setup.pods, placed, setup.config, start, start + setup.shape.length
     )
     truth = pt.Window(contender, setup.nodes, setup.pods, placed, setup.config, start, series)
     return truth.attribute(records), estimated, len(setup.pods) - len(records)
@@ -66,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     if not any("decisions" in c for r in runs for c in r["contenders"].values()):
         parser.error(f"{args.result}: no trace window with decision records")
     trace = load(args.trace)
+    shape = pt.shape_of(doc)
     totals: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         names = [c for c, r in run["contenders"].items() if "decisions" in r]
         for c in names:
-            setup = pt.setup_window(trace, run["seed"], list(run["contenders"]))
+            setup = pt.setup_window(trace, run["seed"], list(run["contenders"]), shape)
             out, estimated, missing = window(run, c, setup)
             totals.setdefault(c, []).append(out)
             note = "; start estimated" if estimated else ""

@@ -17,6 +17,7 @@ from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table, sized
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
+from bench.rebalance import budget
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
 from bench.rebalance.plots import plot_all
@@ -29,12 +30,16 @@ from sandbox.peers import descheduler, koordinator
 # -- the command --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench.rebalance", description=rb.__doc__.split("\n\n")[0]
+        prog="bench.rebalance",
+        description=rb.__doc__.split("\n\n")[0],
+        epilog=budget.help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="one seed, every scenario shortened, four contenders (rebalance-quick.json)",
+        help=f"one seed, every scenario shortened, {len(rb.QUICK_CONTENDERS)} contenders "
+        "(rebalance-quick.json)",
     )
     parser.add_argument("--scenarios", help=f"comma-separated, of {', '.join(rb.SCENARIOS)}")
     parser.add_argument("--seeds", type=int, help=f"how many seeds (default {len(rb.SEEDS)})")
@@ -90,12 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     for n in names:
         if args.quick:
-            rb.SCENARIOS[n] = replace(
-                rb.SCENARIOS[n],
-                observe=rb.QUICK_TIMES[n],
-                settle=rb.QUICK_SETTLE,
-                before=rb.QUICK_BEFORE,
-            )
+            rb.SCENARIOS[n] = rb.QUICK[n]
         if args.observe:
             rb.SCENARIOS[n] = replace(rb.SCENARIOS[n], observe=args.observe)
     started = time.monotonic()

@@ -31,7 +31,7 @@ trace's VMs as workloads: bench.rebalance.trace, docs/trace.md). Measures come f
 simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
 pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
 rebalance-<scenario>.png (hottest node over time, eviction marks); `--quick` (one seed, every
-scenario shortened, four contenders): rebalance-quick.json.
+scenario shortened, five contenders): rebalance-quick.json.
 """
 
 from __future__ import annotations
@@ -167,6 +167,10 @@ SCENARIOS = {
 # going hot: three 10 s rounds after the watcher's 15 s rate range sees it).
 QUICK_TIMES = {"drift": 80.0, "hot-start": 80.0, "stable": 60.0, "trace": 100.0}
 QUICK_SETTLE, QUICK_BEFORE = 10.0, 10.0
+QUICK = {
+    n: replace(s, observe=QUICK_TIMES[n], settle=QUICK_SETTLE, before=QUICK_BEFORE)
+    for n, s in SCENARIOS.items()
+}
 
 
 # -- the plan: a pure function of scenario and seed ---------------------------------------------

@@ -33,12 +33,19 @@ class StoreProcess:
             return self.log_path.read_text(errors="replace")[-2000:]
         return None
 
+    # Seconds between SIGTERM and SIGKILL; 0 kills at once, for a process that never exits on
+    # SIGTERM (waiting for it would only add the grace to every stop).
+    term_grace = 15.0
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+            if self.term_grace > 0:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=self.term_grace)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self.proc = None

@@ -239,10 +239,16 @@ def test_placement_trace_replicas_arrive_in_consecutive_waves(trace):
     nodes, pods, waves, chosen = pt.plan(week, seed=1)
     assert len(nodes) == pt.NODES and len(pods) == len(waves) == sum(n for _, n in chosen)
     assert sum(p.cpu_m for p in pods) <= pt.FILL * pt.NODES * pt.NODE_CPU * 1000
-    for v, (_, n) in enumerate(chosen):
-        mine = [w for p, w in zip(pods, waves, strict=True) if p.deployment == v]
-        assert len(mine) == n and mine == list(range(mine[0], mine[0] + n))
-        assert 0 <= mine[0] and mine[-1] < pt.WAVES
+    for shape in (pt.FULL, pt.QUICK):  # --quick's window: the same pods, fewer waves
+        assert pt.plan(week, 1, shape)[:2] == (nodes, pods)
+        _, _, waves, again = pt.plan(week, 1, shape)
+        assert again == chosen
+        for v, (_, n) in enumerate(chosen):
+            mine = [w for p, w in zip(pods, waves, strict=True) if p.deployment == v]
+            assert len(mine) == n and mine == list(range(mine[0], mine[0] + n))
+            assert 0 <= mine[0] and mine[-1] < shape.waves
+    with pytest.raises(ValueError, match="at least 3 waves"):
+        pt.Shape(waves=2, gap=20.0, after=40.0)  # a three-replica workload would not fit
     series = [[95.0, 50.0], [101.0, 91.0]]
     got = pt.measure_over_time(series)
     assert got["node_seconds_over_100"] == 1 and got["node_seconds_over_90"] == 3
