@@ -885,6 +885,8 @@ def document(
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},
             "observe_seconds": {n: SCENARIOS[n].observe for n in names},
+            "settle_seconds": {n: SCENARIOS[n].settle for n in names},
+            "before_seconds": {n: SCENARIOS[n].before for n in names if n != "trace"},
             "contenders": {c: CONTENDERS[c] for c in contenders},
         },
         "summary": summarize(runs),
@@ -915,7 +917,8 @@ def merge(paths: list[Path], out: Path) -> int:
     doc["seconds"] = sum(part["seconds"] for part in parts)
     for part in parts[1:]:
         doc["setup"]["scenarios"].update(part["setup"]["scenarios"])
-        doc["setup"]["observe_seconds"].update(part["setup"]["observe_seconds"])
+        for key in ("observe_seconds", "settle_seconds", "before_seconds"):
+            doc["setup"].setdefault(key, {}).update(part["setup"].get(key, {}))
     doc["parts_provenance"] = [part.get("provenance") for part in parts]  # each run's own
     write_result(out, doc)
     from bench.rebalance.plots import plot_all

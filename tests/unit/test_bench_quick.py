@@ -104,6 +104,16 @@ def test_quick_rebalance_is_estimated_within_15_minutes() -> None:
     assert budget.total(parts) < budget.QUICK_BUDGET
 
 
+def test_a_rebalance_result_records_each_scenarios_times() -> None:
+    # what a figure means depends on them (stable's evictions are per 180 s of rounds since
+    # issue 44's budget), so the setup carries them beside the figures
+    setup = rb.document([], [1], list(rb.SCENARIOS), ["none"], 0)["setup"]
+    assert setup["observe_seconds"] == {n: s.observe for n, s in rb.SCENARIOS.items()}
+    assert setup["settle_seconds"] == {n: s.settle for n, s in rb.SCENARIOS.items()}
+    # the trace has no rounds before its replay
+    assert setup["before_seconds"] == {n: s.before for n, s in rb.SCENARIOS.items() if n != "trace"}
+
+
 def test_the_estimates_follow_the_shapes() -> None:
     steady, n = pl.QUICK["steady"], len(pl.QUICK_CONTENDERS)
     base, how = placement_budget.seed_seconds(steady, n, pending=False)
