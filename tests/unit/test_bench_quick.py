@@ -14,6 +14,7 @@ from bench.placement import run as pl
 from bench.placement import trace as pt
 from bench.rebalance import budget as rebalance_budget
 from bench.rebalance import run as rb
+from sandbox.load.simulator import SimulatorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,6 +122,18 @@ def test_the_trace_settles_until_every_rebalancer_reads_ramped_load() -> None:
     # the ramp, then the watcher's window over its rate range (the longest look-back read)
     assert rb.SCENARIOS["trace"].settle == 5.0 + 3.0 + 5.0 == rb.trace_settle()
     assert rb.trace_settle() < rb.SETTLE_SECONDS
+
+
+def test_the_synthetic_times_hold_what_the_scenarios_test() -> None:
+    # docs/rebalancer.md, "Why these times": the watcher's window holds only ramped load when
+    # drift and hot-start change, and stable's rebalancers see two wobble periods and a 3-round
+    # streak of steady inputs
+    ramped = rb.RAMP_SECONDS + float(rb.WATCHER_ENV["BALLAST_WINDOW"])
+    for name in ("drift", "hot-start"):
+        assert rb.SCENARIOS[name].settle + rb.SCENARIOS[name].before >= ramped
+    stable = rb.SCENARIOS["stable"]
+    steady = stable.settle + stable.before + stable.observe - ramped
+    assert steady >= 2 * SimulatorConfig().wobble_period + 3 * rb.INTERVAL
 
 
 def test_a_rebalance_result_records_each_scenarios_times() -> None:
