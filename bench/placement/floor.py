@@ -1,0 +1,161 @@
+"""`python -m bench.placement.floor RESULT`: the node-seconds over 100 % no placement avoids.
+
+In the simulator a pod's demand comes from the trace and does not depend on where it runs, and a
+node's CPU is its background plus its pods' use, unclamped (sandbox.load.simulator.node_loads).
+So each second the pool's total demand is fixed by which pods run, not by where. When it passes
+the pool's total CPU, at least one node is over 100 %, whatever the placement: the sum of the
+nodes' loads is the total, and not all of them can be at or under their capacity. That is all
+the pool's total proves. It proves no second node: a node's load has no ceiling, so one node
+can take the whole excess. A floor of several nodes would need the pods' sizes (bin packing),
+which this leaves alone; the floor is therefore low, never high.
+
+The floor counts, per second of the measured series (the result's own grid: one sample a wall
+second from the replay's start, `trace.started_at`), one node-second when the total demand
+passes the pool's CPU. Demand is what the simulator computes: each node's background with its
+wobble (`true_cpu` with no pod) and each pod's use (`pod_use`, the trace player's figure with its
+ramp), every pod taken as bound `--slack` seconds after its wave was created (default 0: the
+instant it was created, the most demand any contender's pool can carry). A pod bound later uses
+less, so the floor holds for a contender that bound every pod within the slack, and a floor of 0
+is 0 for every contender however late it bound. The pods a contender left pending at the end are
+taken out as the largest ones each second, which keeps it a floor for them too. Each pool's
+pods are replayed with their own noise (it is keyed by the pod's name), so the floor is computed
+per contender.
+
+Also printed: the seconds in which the pool's total demand passed 90 % of its CPU. It reads a
+result and the trace; nothing runs against a cluster and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.placement import run as pl
+from bench.placement import trace as pt
+from sandbox.load.simulator import PodUse, pod_use
+from sandbox.load.trace import DEFAULT_PATH, load
+
+# Wall seconds from a wave's creation to its pods' binding that the floor allows. 0 gives the
+# most demand; Ballast's records in the full run at 9ba285c bound within 0.03-15.5 s of the wave.
+BIND_SLACK = 0.0
+
+
+@dataclass(frozen=True)
+class Floor:
+    """One pool over one window, per second of the result's series."""
+
+    seconds: int  # seconds in the series
+    over_100: int  # seconds the total demand passed the pool's CPU: node-seconds none avoids
+    over_90: int  # seconds the total demand passed 90 % of it
+    peak: float  # the highest total demand, % of the pool's CPU
+
+    @property
+    def over_90_share(self) -> float:
+        return self.over_90 / self.seconds if self.seconds else 0.0
+
+
+def floor(
+    capacity_m: float,
+    background_m: Sequence[float],
+    pod_use_m: Sequence[Sequence[float]],
+    pending: int = 0,
+) -> Floor:
+    """The floor from each second's total background (millicores) and each pod's use that
+    second; `pending` pods, taken as the largest each second, are left out."""
+    if len(background_m) != len(pod_use_m):
+        raise ValueError(f"{len(background_m)} backgrounds for {len(pod_use_m)} seconds")
+    over_100 = over_90 = 0
+    peak = 0.0
+    for background, uses in zip(background_m, pod_use_m, strict=True):
+        kept = sorted(uses)[: max(0, len(uses) - pending)]
+        demand = background + sum(kept)
+        over_100 += demand > capacity_m
+        over_90 += demand > 0.9 * capacity_m
+        peak = max(peak, 100.0 * demand / capacity_m)
+    return Floor(len(background_m), over_100, over_90, peak)
+
+
+def demand(
+    setup: pt.Setup, contender: str, start: float, seconds: int, slack: float = BIND_SLACK
+) -> tuple[list[float], list[list[float]]]:
+    """(the pool's background, each pod's use) in millicores, each second from `start` (the
+    replay's start, wall time), with the simulator's own functions; the player starts at
+    `start`."""
+    setup.player.start(start)
+    uses = [
+        PodUse(
+            f"{pl.NAMESPACE}/{pl.pod_name(contender, j)}",
+            pl.node_name(contender, 0),  # pod_use does not look at the node
+            p.cpu_m,
+            256 * 1024**2,
+            start + setup.waves[j] * setup.shape.gap + slack,
+        )
+        for j, p in enumerate(setup.pods)
+    ]
+    background, pods = [], []
+    for s in range(seconds):
+        at = start + s
+        idle = pl.true_cpu(contender, setup.nodes, setup.pods, {}, setup.config, at)
+        background.append(sum(c * n.cpu * 10.0 for c, n in zip(idle, setup.nodes, strict=True)))
+        pods.append([pod_use(u, at, setup.config)[0] for u in uses])
+    return background, pods
+
+
+def window(run: dict[str, Any], setup: pt.Setup, slack: float = BIND_SLACK) -> dict[str, Floor]:
+    """Each contender's floor in one trace window of a result."""
+    start = run["trace"]["started_at"]
+    capacity = sum(n.cpu * 1000 for n in setup.nodes)
+    out = {}
+    for c, result in run["contenders"].items():
+        background, pods = demand(setup, c, start, len(result["max_cpu_over_time"]), slack)
+        out[c] = floor(capacity, background, pods, result.get("pending", 0))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench.placement.floor", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("result", type=Path, help="a placement result with trace windows")
+    parser.add_argument("--trace", type=Path, default=DEFAULT_PATH, help="the trace it replayed")
+    parser.add_argument(
+        "--slack", type=float, default=BIND_SLACK,
+        help=f"wall seconds a pod may take to bind after its wave (default {BIND_SLACK:g})",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    doc = json.loads(args.result.read_text())
+    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
+    if not runs or not all("started_at" in r["trace"] for r in runs):
+        parser.error(f"{args.result}: no trace windows with their replay's start recorded")
+    trace = load(args.trace)
+    shape = pt.shape_of(doc)
+    for run in runs:
+        setup = pt.setup_window(trace, run["seed"], list(run["contenders"]), shape)
+        floors = window(run, setup, args.slack)
+        figures = {c: r["node_seconds_over_100"] for c, r in run["contenders"].items()}
+        print(
+            f"window {run['seed']} (first step {run['trace']['first_step']}): node-s > 100 %, "
+            "the floor no placement avoids, seconds the pool's demand passed 90 %, its peak"
+        )
+        for c, f in floors.items():
+            print(f"  {c:<16} {figures[c]:>5}  floor {f.over_100:>4}  pool > 90 % "
+                  f"{f.over_90:>4} of {f.seconds} s ({100 * f.over_90_share:.0f} %), "
+                  f"pool's peak {f.peak:.1f} %")  # fmt: skip
+        peers = [c for c in figures if not c.startswith("ballast")]
+        for label, among in (("best contender", list(figures)), ("best peer", peers)):
+            if not among:
+                continue
+            best = min(among, key=lambda c: figures[c])
+            share = floors[best].over_100 / figures[best] if figures[best] else None
+            said = "no node-second to share" if share is None else f"{100 * share:.0f} % of it"
+            print(f"  {label} {best}: {figures[best]}; its floor {floors[best].over_100}, {said}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
