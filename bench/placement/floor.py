@@ -21,8 +21,14 @@ taken out as the largest ones each second, which keeps it a floor for them too. 
 pods are replayed with their own noise (it is keyed by the pod's name), so the floor is computed
 per contender.
 
-Also printed: the seconds in which the pool's total demand passed 90 % of its CPU. It reads a
-result and the trace; nothing runs against a cluster and nothing is written.
+Beside the floor, a placement made in hindsight (`hindsight`): knowing every pod's use over the
+whole window, pods go largest peak first each to the node where they add the fewest
+node-seconds over 100 %, among the nodes their requests fit (as NodeResourcesFit allows), with
+the same demand as the floor. Its node-seconds are what one placement reached, so the best
+placement has at most that many; with every pod placed, the figures of a window's best placement
+lie between the floor and it. Also printed: the seconds in which the pool's total demand passed
+90 % of its CPU. It reads a result and the trace; nothing runs against a cluster and nothing is
+written.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench.placement import run as pl
 from bench.placement import trace as pt
@@ -80,10 +88,49 @@ def floor(
     return Floor(len(background_m), over_100, over_90, peak)
 
 
+@dataclass(frozen=True)
+class Hindsight:
+    """The placement found knowing the whole window."""
+
+    over_100: int  # its node-seconds over 100 %
+    hottest: float  # its hottest node-second, %
+    unplaced: int  # pods whose requests fit no node when their turn came
+
+
+def hindsight(
+    allocatable: Sequence[tuple[float, float]],
+    background_m: Sequence[Sequence[float]],
+    use_m: Sequence[Sequence[float]],
+    requests: Sequence[tuple[float, float]],
+) -> Hindsight:
+    """A placement knowing every second's use: `allocatable` (CPU m, memory bytes) per node,
+    `background_m` per second and node, `use_m` per second and pod, `requests` per pod."""
+    cap = np.array([a[0] for a in allocatable], dtype=float)[:, None]
+    room = np.array(allocatable, dtype=float)
+    load = np.array(background_m, dtype=float).T  # node x second
+    uses = np.array(use_m, dtype=float).reshape(len(use_m), len(requests)).T  # pod x second
+    unplaced = 0
+    for p in np.argsort(-uses.max(axis=1), kind="stable"):
+        fits = np.all(room >= np.array(requests[p]), axis=1)
+        if not fits.any():
+            unplaced += 1
+            continue
+        after = load + uses[p]
+        # fewest node-seconds over 100 % on the node, then the least excess over 90 %
+        over = (after > cap).sum(axis=1) - (load > cap).sum(axis=1)
+        excess = np.maximum(after - 0.9 * cap, 0.0).sum(axis=1)
+        order = np.lexsort((excess, over))
+        node = next(int(i) for i in order if fits[i])
+        load[node] = after[node]
+        room[node] -= requests[p]
+    hottest = float((load / cap).max() * 100.0) if load.size else 0.0
+    return Hindsight(int((load > cap).sum()), hottest, unplaced)
+
+
 def demand(
     setup: pt.Setup, contender: str, start: float, seconds: int, slack: float = BIND_SLACK
-) -> tuple[list[float], list[list[float]]]:
-    """(the pool's background, each pod's use) in millicores, each second from `start` (the
+) -> tuple[list[list[float]], list[list[float]]]:
+    """(each node's background, each pod's use) in millicores, each second from `start` (the
     replay's start, wall time), with the simulator's own functions; the player starts at
     `start`."""
     setup.player.start(start)
@@ -101,19 +148,29 @@ def demand(
     for s in range(seconds):
         at = start + s
         idle = pl.true_cpu(contender, setup.nodes, setup.pods, {}, setup.config, at)
-        background.append(sum(c * n.cpu * 10.0 for c, n in zip(idle, setup.nodes, strict=True)))
+        background.append([c * n.cpu * 10.0 for c, n in zip(idle, setup.nodes, strict=True)])
         pods.append([pod_use(u, at, setup.config)[0] for u in uses])
     return background, pods
 
 
-def window(run: dict[str, Any], setup: pt.Setup, slack: float = BIND_SLACK) -> dict[str, Floor]:
-    """Each contender's floor in one trace window of a result."""
+def window(
+    run: dict[str, Any], setup: pt.Setup, slack: float = BIND_SLACK
+) -> dict[str, tuple[Floor, Hindsight]]:
+    """Each contender's floor and placement in hindsight in one trace window of a result."""
     start = run["trace"]["started_at"]
     capacity = sum(n.cpu * 1000 for n in setup.nodes)
+    # as the benchmark makes its nodes (bench/placement/trace.py: memory 4 GiB a core)
+    allocatable = [(n.cpu * 1000.0, n.cpu * 4.0 * 1024**3) for n in setup.nodes]
+    requests = [(p.cpu_m, setup.player.requests(setup.chosen[p.deployment][0])[1])
+                for p in setup.pods]  # fmt: skip
     out = {}
     for c, result in run["contenders"].items():
         background, pods = demand(setup, c, start, len(result["max_cpu_over_time"]), slack)
-        out[c] = floor(capacity, background, pods, result.get("pending", 0))
+        totals = [sum(b) for b in background]
+        out[c] = (
+            floor(capacity, totals, pods, result.get("pending", 0)),
+            hindsight(allocatable, background, pods, requests),
+        )
     return out
 
 
@@ -140,20 +197,24 @@ def main(argv: list[str] | None = None) -> int:
         figures = {c: r["node_seconds_over_100"] for c, r in run["contenders"].items()}
         print(
             f"window {run['seed']} (first step {run['trace']['first_step']}): node-s > 100 %, "
-            "the floor no placement avoids, seconds the pool's demand passed 90 %, its peak"
+            "the floor no placement avoids, seconds the pool's demand passed 90 %, its peak, "
+            "a placement in hindsight"
         )
-        for c, f in floors.items():
+        for c, (f, h) in floors.items():
+            unplaced = f", {h.unplaced} pods unplaced" if h.unplaced else ""
             print(f"  {c:<16} {figures[c]:>5}  floor {f.over_100:>4}  pool > 90 % "
                   f"{f.over_90:>4} of {f.seconds} s ({100 * f.over_90_share:.0f} %), "
-                  f"pool's peak {f.peak:.1f} %")  # fmt: skip
+                  f"pool's peak {f.peak:.1f} %; in hindsight {h.over_100:>4}, hottest "
+                  f"{h.hottest:.1f} %{unplaced}")  # fmt: skip
         peers = [c for c in figures if not c.startswith("ballast")]
         for label, among in (("best contender", list(figures)), ("best peer", peers)):
             if not among:
                 continue
             best = min(among, key=lambda c: figures[c])
-            share = floors[best].over_100 / figures[best] if figures[best] else None
+            least = floors[best][0].over_100
+            share = least / figures[best] if figures[best] else None
             said = "no node-second to share" if share is None else f"{100 * share:.0f} % of it"
-            print(f"  {label} {best}: {figures[best]}; its floor {floors[best].over_100}, {said}")
+            print(f"  {label} {best}: {figures[best]}; its floor {least}, {said}")
     return 0
 
 

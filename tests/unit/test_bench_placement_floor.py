@@ -59,9 +59,13 @@ def test_a_window_from_the_simulators_own_functions():
         "trace": {"started_at": 1000.0},
         "contenders": {"kube-scheduler": {"max_cpu_over_time": [0.0] * 30, "pending": 0}},
     }
-    got = fl.window(run, setup)["kube-scheduler"]
+    got, placed = fl.window(run, setup)["kube-scheduler"]
     assert (got.seconds, got.over_100, got.over_90) == (30, 15, 17)
     assert got.peak == pytest.approx(100.0 * (1000 + 400 + 1200) / 2000)  # b at 6 cores
+    # in hindsight b goes first (the larger peak), a to the other node (500 + 400 m, never
+    # over); b's node passes its 1000 m once b passes 500 m, after t = 13: seconds 14-29
+    assert (placed.over_100, placed.unplaced) == (16, 0)
+    assert placed.hottest == pytest.approx(170.0)
 
 
 def test_a_later_bind_lowers_the_floor():
@@ -81,5 +85,21 @@ def test_a_later_bind_lowers_the_floor():
     }
     # 100 m background + 2000 m of use, ramped over 4 s from the bind: over 1000 m once past
     # 900 m of use, 1.8 s after the bind
-    assert fl.window(run, setup)["kube-scheduler"].over_100 == 8  # seconds 2-9
-    assert fl.window(run, setup, slack=5.0)["kube-scheduler"].over_100 == 3  # seconds 7-9
+    assert fl.window(run, setup)["kube-scheduler"][0].over_100 == 8  # seconds 2-9
+    assert fl.window(run, setup, slack=5.0)["kube-scheduler"][0].over_100 == 3  # seconds 7-9
+
+
+def test_hindsight_spreads_what_peaks_together_and_keeps_requests():
+    """Two 1000 m nodes at 200 m background; pods a and b peak together (600 m in the second
+    second), c is flat at 300 m. Largest peak first: a to node 0, b to node 1 (on node 0 both
+    would pass 1000 m), then c passes it in the second second on either node: one node-second."""
+    allocatable = [(1000.0, 1e9), (1000.0, 1e9)]
+    background = [[200.0, 200.0], [200.0, 200.0]]
+    use = [[100.0, 100.0, 300.0], [600.0, 600.0, 300.0]]
+    got = fl.hindsight(allocatable, background, use, [(100, 0), (100, 0), (100, 0)])
+    assert got.unplaced == 0
+    assert got.over_100 == 1
+    # with requests that let only one pod a node, the third is left unplaced
+    got = fl.hindsight(allocatable, background, use, [(600, 0), (600, 0), (600, 0)])
+    assert (got.over_100, got.unplaced) == (0, 1)
+    assert got.hottest == pytest.approx(80.0)
