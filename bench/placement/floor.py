@@ -23,12 +23,12 @@ per contender.
 
 Beside the floor, a placement made in hindsight (`hindsight`): knowing every pod's use over the
 whole window, pods go largest peak first each to the node where they add the fewest
-node-seconds over 100 %, among the nodes their requests fit (as NodeResourcesFit allows), with
-the same demand as the floor. Its node-seconds are what one placement reached, so the best
-placement has at most that many; with every pod placed, the figures of a window's best placement
-lie between the floor and it. Also printed: the seconds in which the pool's total demand passed
-90 % of its CPU. It reads a result and the trace; nothing runs against a cluster and nothing is
-written.
+node-seconds over 100 % (then the least demand above 90 %, then the first node), among the nodes
+their requests fit (as NodeResourcesFit allows), with the same demand as the floor. Its
+node-seconds are what one placement reached, so the best placement has at most that many; with
+every pod placed, a window's best figure lies between the floor and it. Also printed: the
+seconds in which the pool's total demand passed 90 % of its CPU. It reads a result and the
+trace; nothing runs against a cluster and nothing is written.
 """
 
 from __future__ import annotations
