@@ -24,6 +24,10 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 - koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
   NodeMetric objects the simulator writes for its pool (koordlet's defaults: a report every 60 s
   of 300-second means), the same CPU thresholds, its own anomaly count (5 rounds).
+- koord-descheduler-migration: the same LowNodeLoad evicting through Koordinator's
+  MigrationController, as its own configuration does, in EvictDirectly mode (a PodMigrationJob
+  per eviction, under its per-node and per-workload limits), only when named: ReservationFirst,
+  its default, would have koord-scheduler place the replacement (docs/rebalancer.md).
 
 Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
 80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
@@ -44,6 +48,7 @@ import random
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,6 +85,8 @@ CONTENDERS = {
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
+    "koord-descheduler-migration": "Koordinator LowNodeLoad through its MigrationController "
+    "(EvictDirectly), 5 rounds hot",
     # The A/A pair: Ballast's default again on a pool of its own; no gap smaller than theirs
     # is a difference.
     AA: "Ballast rebalancer again, its defaults (A/A: the spread between two runs)",
@@ -99,8 +106,8 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates
-# (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
-# (docs/rebalancer.md).
+# (ballast-p95, -n5, -h70, -h90) and koord-descheduler-migration only when asked for, as the
+# table of defaults does (docs/rebalancer.md).
 DEFAULT_CONTENDERS = (
     "none", "ballast", AA, "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
 )  # fmt: skip
@@ -135,6 +142,11 @@ WATCHER_ENV = {
 CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[$range]))'
 SEEDS = (1, 2, 3, 4, 5)  # issue 44: at least 5 for the synthetic scenarios of the headline
 KOORD = "koord-descheduler"
+KOORD_MIGRATION = "koord-descheduler-migration"
+KOORDS = (KOORD, KOORD_MIGRATION)  # LowNodeLoad's pools, each read from NodeMetrics
+# Ballast's scheduler places every pod of every pool: the descheduler's and Koordinator's
+# replacements too (the Deployments name it; no other scheduler runs).
+REPLACEMENTS_PLACED_BY = "Ballast's scheduler, in every pool"
 # NodeMetrics for Koordinator's pool as koordlet's defaults write them (a report every 60 s of
 # 300-second means; scaled to trace time in the trace: bench.timescale), as deployed.
 NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
@@ -583,7 +595,7 @@ class Services(SimulatedCluster):
         timing: Timing | None = None,
     ) -> None:
         """`timing`: the replayed trace's (bench.timescale), else the synthetic scenarios'."""
-        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) == KOORD}
+        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) in KOORDS}
         self.timing = timing or SYNTHETIC
         super().__init__(
             prefix,
@@ -611,7 +623,7 @@ class Services(SimulatedCluster):
         )
 
     def stop(self) -> None:
-        for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
+        for name in [*map(_process, REBALANCERS), "descheduler", *KOORDS, "scheduler"]:
             stop_scheduler(self.plane, name)
         super().stop()
 
@@ -717,9 +729,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
                 1 for e in recorder.evictions[c] if e["time"] < change
             )
             results[c] = r
-        for name in ("descheduler", KOORD):
-            if name in contenders:
-                results[name]["log_errors"] = _errors(plane, name)
+        peer_records(plane, api, results)
         ok = True
         return {
             "scenario": scenario.name,
@@ -819,7 +829,8 @@ def start_rebalancers(
     contenders: list[str],
     timing: Timing | None = None,
 ) -> None:
-    """Each pool's rebalancer: Ballast's variants and the descheduler, on their own pools."""
+    """Each pool's rebalancer: Ballast's variants, the descheduler and koord-descheduler's, on
+    their own pools."""
     timing = timing or SYNTHETIC
     interval = timing.rounds or INTERVAL
     for c in contenders:
@@ -835,22 +846,36 @@ def start_rebalancers(
             node_selector=f"{POOL_LABEL}=descheduler",
         )
         descheduler.start_descheduler(plane, prom, doc, interval)
-    if KOORD in contenders:
-        # CPU as Ballast's thresholds; memory never hot and never in the way of a target.
-        anomaly = (
-            {} if timing.anomaly_timeout is None else {"anomaly_timeout": timing.anomaly_timeout}
+    for c in KOORDS:
+        if c in contenders:
+            doc = koord_config(plane.kubeconfig, c, timing)
+            koord_descheduler.start_koord_descheduler(plane, doc, name=c)
+
+
+def koord_config(kubeconfig: Path | str, contender: str, timing: Timing) -> dict[str, Any]:
+    """koord-descheduler's configuration for a Koordinator pool: LowNodeLoad on the pool, CPU as
+    Ballast's thresholds (memory never hot and never in the way of a target), evicting through
+    DefaultEvictor or (koord-descheduler-migration) the MigrationController in EvictDirectly."""
+    anomaly = {} if timing.anomaly_timeout is None else {"anomaly_timeout": timing.anomaly_timeout}
+    migration = None
+    if contender == KOORD_MIGRATION:
+        migration = koord_descheduler.migration_args(
+            koord_descheduler.EVICT_DIRECTLY,
+            [namespace(contender)],
+            job_ttl=timing.migration_ttl,
+            workload_limiter=timing.migration_limiter,
         )
-        doc = koord_descheduler.config(
-            plane.kubeconfig,
-            low={"cpu": LOW, "memory": 100},
-            high={"cpu": HIGH, "memory": 100},
-            interval=interval,
-            namespaces=[namespace(KOORD)],
-            node_selector={POOL_LABEL: KOORD},
-            metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
-            **anomaly,
-        )
-        koord_descheduler.start_koord_descheduler(plane, doc, name=KOORD)
+    return koord_descheduler.config(
+        kubeconfig,
+        low={"cpu": LOW, "memory": 100},
+        high={"cpu": HIGH, "memory": 100},
+        interval=timing.rounds or INTERVAL,
+        namespaces=[namespace(contender)],
+        node_selector={POOL_LABEL: contender},
+        metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
+        migration=migration,
+        **anomaly,
+    )
 
 
 def descheduler_query(timing: Timing) -> str:
@@ -860,6 +885,24 @@ def descheduler_query(timing: Timing) -> str:
 
 def _process(contender: str) -> str:
     return "rebalancer" if contender == "ballast" else f"rebalancer-{contender}"
+
+
+def peer_records(
+    plane: ControlPlane, api: client.ApiClient, results: dict[str, dict[str, Any]]
+) -> None:
+    """Into the peers' results: their logs' errors, and the MigrationController's jobs by phase
+    and reason (a PDB's refusal keeps a job Running until its TTL fails it)."""
+    for name in ("descheduler", *KOORDS):
+        if name in results:
+            results[name]["log_errors"] = _errors(plane, name)
+    if KOORD_MIGRATION in results:
+        jobs = koord_descheduler.migration_jobs(api, namespace(KOORD_MIGRATION))
+        phases = Counter(
+            " ".join(filter(None, (j.get("status", {}).get(k) for k in ("phase", "reason"))))
+            or "Pending"
+            for j in jobs
+        )
+        results[KOORD_MIGRATION]["migration_jobs"] = dict(sorted(phases.items()))
 
 
 def _errors(plane: ControlPlane, name: str) -> list[str]:
@@ -912,6 +955,10 @@ def document(
             "settle_seconds": {n: SCENARIOS[n].settle for n in names},
             "before_seconds": {n: SCENARIOS[n].before for n in names if n != "trace"},
             "contenders": {c: CONTENDERS[c] for c in contenders},
+            "replacements_placed_by": REPLACEMENTS_PLACED_BY,
+            "koord_descheduler": {
+                c: koord_config("<the sandbox's>", c, SYNTHETIC) for c in KOORDS if c in contenders
+            },
         },
         "summary": summarize(runs),
         "runs": runs,

@@ -304,7 +304,8 @@ def migrating(
             timeout=30,
             what="the hot node's NodeMetric with its three pods",
         )
-        migration = descheduler.migration_args(mode, [namespace])
+        # A job TTL and a workload limiter, as the trace sets them: the test reads them back.
+        migration = descheduler.migration_args(mode, [namespace], job_ttl=60, workload_limiter=5)
         doc = descheduler.config(
             sandbox.kubeconfig, LOW, HIGH, interval=1, abnormalities=1, namespaces=[namespace],
             node_selector=label, migration=migration,
@@ -356,6 +357,11 @@ def test_koord_descheduler_migration_controller_evicts_by_a_pod_migration_job(
     assert job["metadata"]["annotations"]["koordinator.sh/evict-trigger"] == "LowNodeLoad"
     assert not job["spec"].get("reservationOptions"), job["spec"]  # no Reservation asked for
     assert held[0]["spec"]["podRef"]["name"] in " ".join(refused)
+    # The configuration it runs (logged whole at --v=2), with the arguments given.
+    used = descheduler.used_config(sandbox, name)
+    wanted = ("defaultJobMode: EvictDirectly", "defaultJobTTL: 1m0s", "duration: 5s")
+    for arg in (*wanted, "maxMigratingPerNode: 2", "evictionPolicy: Eviction"):
+        assert arg in used, used[:3000]
     # The eviction is the job's: the controller's evictor logs it with the job's trigger.
     gone = busy[job["spec"]["podRef"]["uid"]]
     lines = descheduler.log_lines(sandbox, name, descheduler.EVICTED)

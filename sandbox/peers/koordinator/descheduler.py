@@ -180,6 +180,14 @@ def log_lines(plane: ControlPlane, name: str, marker: str) -> list[str]:
     return [line for line in text.splitlines() if marker in line]
 
 
+def used_config(plane: ControlPlane, name: str) -> str:
+    """The configuration the descheduler logged it runs (at --v=2: defaults filled in, YAML)."""
+    log = plane.log_dir / f"{name}.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    _, found, rest = text.partition('"Using component config" config=<')
+    return rest.split("\n >", 1)[0] if found else ""
+
+
 def cluster_objects(api: client.ApiClient, plural: str) -> list[dict[str, Any]]:
     """Koordinator's cluster-scoped scheduling objects: "podmigrationjobs", "reservations"."""
     listed = client.CustomObjectsApi(api).list_cluster_custom_object(
