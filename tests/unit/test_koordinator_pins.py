@@ -87,3 +87,13 @@ def test_the_migration_config_evicts_and_filters_through_the_migration_controlle
     # Left out: the controller's own defaults (5 minutes each)
     plain = descheduler.migration_args()
     assert "defaultJobTTL" not in plain and "objectLimiters" not in plain
+
+
+def test_jobs_are_counted_by_phase_and_reason():
+    jobs = [
+        {"status": {"phase": "Succeeded"}},
+        {"status": {"phase": "Failed", "reason": "Timeout"}},
+        {"status": {"phase": "Succeeded", "reason": ""}},
+        {"spec": {}},  # not yet looked at
+    ]
+    assert descheduler.job_phases(jobs) == {"Failed Timeout": 1, "Pending": 1, "Succeeded": 2}

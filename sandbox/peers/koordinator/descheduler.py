@@ -200,3 +200,14 @@ def migration_jobs(api: client.ApiClient, namespace: str) -> list[dict[str, Any]
     """The PodMigrationJobs for pods of `namespace`."""
     jobs = cluster_objects(api, "podmigrationjobs")
     return [j for j in jobs if (j["spec"].get("podRef") or {}).get("namespace") == namespace]
+
+
+def job_phases(jobs: list[dict[str, Any]]) -> dict[str, int]:
+    """How many jobs end how: "Succeeded", "Failed Timeout" (phase and reason), "Pending" for
+    one the controller has not yet looked at."""
+    phases: dict[str, int] = {}
+    for job in jobs:
+        status = job.get("status") or {}
+        key = " ".join(filter(None, (status.get("phase"), status.get("reason")))) or "Pending"
+        phases[key] = phases.get(key, 0) + 1
+    return dict(sorted(phases.items()))
