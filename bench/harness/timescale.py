@@ -143,9 +143,10 @@ SETTINGS: tuple[Setting, ...] = (
             scaled(ROUNDS, FASTEST_POLL)),
     Setting("koord-descheduler", "anomalyCondition.timeout", LOOK_BACK, KOORD_ANOMALY_TIMEOUT,
             "LowNodeLoadArgs default", scaled(KOORD_ANOMALY_TIMEOUT, FASTEST_POLL)),
-    # Floored at two requeues: a job must see its pod gone before it times out.
+    # Floored at three requeues: a job sees its pod gone one requeue after evicting it, and must
+    # before it times out, with room for a busy machine (0.8 steps off).
     Setting(MIGRATION, "defaultJobTTL", LOOK_BACK, MIGRATION_TTL,
-            "MigrationControllerArgs default", scaled(MIGRATION_TTL, 2 * MIGRATION_REQUEUE)),
+            "MigrationControllerArgs default", scaled(MIGRATION_TTL, 3 * MIGRATION_REQUEUE)),
     Setting(MIGRATION, "objectLimiters.workload.duration", LOOK_BACK, MIGRATION_LIMITER,
             "MigrationControllerArgs default", scaled(MIGRATION_LIMITER)),
     # Faster than deployed only adds work: both stay at it, well within a step.

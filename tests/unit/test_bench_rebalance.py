@@ -114,5 +114,5 @@ def test_koord_migration_is_named_only_and_runs_scaled_in_the_trace():
     assert doc["nodeSelector"] == {"matchLabels": {rebalance.POOL_LABEL: migration}}
     traced = rebalance.koord_config("/k", migration, trace.TIMING)
     args = traced["profiles"][0]["pluginConfig"][0]["args"]
-    assert args["defaultJobTTL"] == "6s"  # 5 minutes at 60x, floored at two 3 s requeues
+    assert args["defaultJobTTL"] == "9s"  # 5 minutes at 60x, floored at three 3 s requeues
     assert args["objectLimiters"] == {"workload": {"duration": "5s"}}
