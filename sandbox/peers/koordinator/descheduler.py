@@ -38,7 +38,7 @@ API_VERSION = "descheduler/v1alpha2"
 ANOMALY_TIMEOUT_SECONDS = 60.0
 CONSECUTIVE_ABNORMALITIES = 5
 CONSECUTIVE_NORMALITIES = 3
-# PodMigrationJob and Reservation: cluster-scoped, one version (config/crd/bases).
+# PodMigrationJob's group and version (config/crd/bases).
 SCHEDULING_GROUP, SCHEDULING_VERSION = "scheduling.koordinator.sh", "v1alpha1"
 REQUEST_TIMEOUT = 10.0
 # The log line of an eviction the apiserver refused (a PDB at its limit answers 429).
@@ -175,30 +175,26 @@ def start_koord_descheduler(
 
 def log_lines(plane: ControlPlane, name: str, marker: str) -> list[str]:
     """The lines of the descheduler's log holding `marker` (EVICTED, EVICTION_FAILED, ...)."""
-    log = plane.log_dir / f"{name}.log"
-    text = log.read_text(errors="replace") if log.is_file() else ""
-    return [line for line in text.splitlines() if marker in line]
+    return [line for line in _log(plane, name).splitlines() if marker in line]
 
 
 def used_config(plane: ControlPlane, name: str) -> str:
     """The configuration the descheduler logged it runs (at --v=2: defaults filled in, YAML)."""
-    log = plane.log_dir / f"{name}.log"
-    text = log.read_text(errors="replace") if log.is_file() else ""
-    _, found, rest = text.partition('"Using component config" config=<')
+    _, found, rest = _log(plane, name).partition('"Using component config" config=<')
     return rest.split("\n >", 1)[0] if found else ""
 
 
-def cluster_objects(api: client.ApiClient, plural: str) -> list[dict[str, Any]]:
-    """Koordinator's cluster-scoped scheduling objects: "podmigrationjobs", "reservations"."""
-    listed = client.CustomObjectsApi(api).list_cluster_custom_object(
-        SCHEDULING_GROUP, SCHEDULING_VERSION, plural, _request_timeout=REQUEST_TIMEOUT
-    )
-    return listed.get("items") or []
+def _log(plane: ControlPlane, name: str) -> str:
+    log = plane.log_dir / f"{name}.log"
+    return log.read_text(errors="replace") if log.is_file() else ""
 
 
 def migration_jobs(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
-    """The PodMigrationJobs for pods of `namespace`."""
-    jobs = cluster_objects(api, "podmigrationjobs")
+    """The PodMigrationJobs (cluster-scoped) for pods of `namespace`."""
+    listed = client.CustomObjectsApi(api).list_cluster_custom_object(
+        SCHEDULING_GROUP, SCHEDULING_VERSION, "podmigrationjobs", _request_timeout=REQUEST_TIMEOUT
+    )
+    jobs = listed.get("items") or []
     return [j for j in jobs if (j["spec"].get("podRef") or {}).get("namespace") == namespace]
 
 
