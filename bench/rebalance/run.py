@@ -2,15 +2,17 @@
 
 Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
 evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
-scheduler, which places every replacement in every pool. One pool of identical nodes (same
-sizes, seeded background per node index) per contender run at the same time, each with the same
+scheduler, which places every replacement in every pool. Ballast's scheduler and rebalancers run
+as the chart deploys them (its scheduler profile and its rebalancer section), with only the
+overlays bench.harness.chart lists. One pool of identical nodes (same sizes, seeded background
+per node index) per contender run at the same time, each with the same
 Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB of
 maxUnavailable 1 per Deployment). Paired: every pool starts from one placement, the first
 pool's as Ballast's scheduler made it, copied into the others by binding each workload's pods
 to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 
 - none: nothing moves pods after binding;
-- ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
+- ballast: `ballast rebalancer` as the chart deploys it, restricted to its pool by nodeSelector;
 - ballast-n1: the same with `consecutive: 1` (a node is hot on its first fresh observation above
   the threshold), to measure what the default's three observations buy and cost;
 - ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
@@ -58,7 +60,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from bench.harness import timescale
+from bench.harness import chart, timescale
 from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
@@ -71,6 +73,7 @@ from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
 from sandbox.peers import descheduler
 from sandbox.peers.koordinator import descheduler as koord_descheduler
 from sandbox.peers.trimaran import stop_scheduler
+from watcher import defaults as watcher_defaults
 
 RESULTS = RESULTS_DIR
 POOL_LABEL = "ballast.dev/bench-pool"
@@ -92,8 +95,13 @@ CONTENDERS = {
     # is a difference.
     AA: "Ballast rebalancer again, its defaults (A/A: the spread between two runs)",
 }
-HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
-# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
+# Ballast's rebalancer as the chart deploys it (bench.harness.chart): its CPU thresholds are
+# every rebalancer's here (% CPU: hot above HIGH, a target below LOW), its interval every
+# rebalancer's round period in the synthetic scenarios.
+DEPLOYED = chart.rebalancer_settings()
+HIGH, LOW = next((r.high, r.low) for r in DEPLOYED.rules if r.resource == "cpu")
+# Ballast rebalancer contenders: each one's keys of the `rebalancer:` section that differ from
+# the chart's (rebalancer_config; docs/rebalancer.md's table of contenders says why).
 REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast": {},
     AA: {},
@@ -133,7 +141,7 @@ RAMP_SECONDS = 10.0
 SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
 BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
 PLACE_TIMEOUT = 120.0  # seconds for a pool's pods to be placed
-INTERVAL = 10.0  # both rebalancers' round period
+INTERVAL = DEPLOYED.interval  # every rebalancer's round period: Ballast's as the chart deploys it
 WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
     "BALLAST_POLL_JITTER": "0",
@@ -154,6 +162,44 @@ NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
 # The synthetic scenarios' timing (the trace's is bench.timescale's, scaled to trace time).
 SYNTHETIC = Timing(WATCHER_ENV, NODE_METRICS)
 T = 10.0
+SCRAPE = 1.0  # s: the sandbox's Prometheus scrapes the simulator's exporter every second
+
+
+def synthetic_differences() -> list[tuple[str, str, str, str]]:
+    """The synthetic scenarios' settings that differ from the deployed ones: (setting,
+    deployed, here, why). The trace scales them to trace time instead (docs/trace.md)."""
+    env = WATCHER_ENV
+    poll, window = float(env["BALLAST_POLL_INTERVAL"]), float(env["BALLAST_WINDOW"])
+    deployed_poll = float(chart.values()["watcher"]["pollInterval"])
+    # When a node stepping from LOW to DRIFT_TARGET has its window's average cross HIGH.
+    crossing = (HIGH - LOW) / (DRIFT_TARGET - LOW)
+    return [
+        ("watcher poll interval", f"{deployed_poll:g} s (the chart)", f"{poll:g} s",
+         f"every {INTERVAL:g} s round reads a fresh poll, and the window holds "
+         f"{window / poll:g} polls (deployed {watcher_defaults.WINDOW / deployed_poll:g})"),
+        ("watcher poll jitter", f"{watcher_defaults.POLL_JITTER:g} s",
+         f"{env['BALLAST_POLL_JITTER']} s", "polls on a fixed beat, the same in every seed"),
+        ("watcher rate range", watcher_defaults.RATE_RANGE, env["BALLAST_RATE_RANGE"],
+         f"irate reads the last two scrapes in it: {SCRAPE:g} s scrapes here, "
+         f"{timescale.SCRAPE:g} s deployed (kube-prometheus)"),
+        ("watcher window (what `avg` and `p95` read)", f"{watcher_defaults.WINDOW:g} s",
+         f"{window:g} s",
+         f"a node stepping from {LOW:g} to {DRIFT_TARGET:g} % has its average over high "
+         f"{crossing * watcher_defaults.WINDOW:g} s later with the deployed window, after the "
+         f"{SCENARIOS['drift'].observe:g} s observed; {crossing * window:g} s here"),
+        ("rebalancer cooldown (0: the window)", f"{watcher_defaults.WINDOW:g} s",
+         f"{window:g} s", "follows the window: a node rests until it holds no sample from "
+         "before the eviction"),
+        ("Prometheus scrape interval", f"{timescale.SCRAPE:g} s (kube-prometheus)",
+         f"{SCRAPE:g} s", "the rate range holds several scrapes"),
+    ]  # fmt: skip
+
+
+def synthetic_table() -> str:
+    """docs/rebalancer.md's table of synthetic_differences."""
+    rows = ["| setting | deployed | here | why |", "| --- | --- | --- | --- |"]
+    rows += [f"| {' | '.join(row)} |" for row in synthetic_differences()]
+    return "\n".join(rows) + "\n"
 
 
 @dataclass(frozen=True)
@@ -450,26 +496,35 @@ def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -
 def _start_scheduler(
     plane: ControlPlane, watcher_url: str, work: Path, flags: tuple[str, ...] = ()
 ) -> None:
-    doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
+    doc = scheduler_config(watcher_url)
     argv, port = ballast_argv(plane, work, "scheduler", "scheduler", doc, "--metrics-listen")
     _start_process(plane, "scheduler", argv + ["--log-level", "WARNING", *flags], port)
+
+
+def scheduler_config(watcher_url: str) -> dict[str, Any]:
+    """The config file of the scheduler that places every pool's pods: the chart's, with the
+    benchmarks' overlays (bench.harness.chart.OVERLAYS)."""
+    return chart.scheduler_config(watcher_url)
 
 
 def rebalancer_config(
     watcher_url: str, contender: str = "ballast", interval: float = INTERVAL
 ) -> dict[str, Any]:
+    """A Ballast contender's config file: the chart's, with the benchmarks' overlays
+    (bench.harness.chart.OVERLAYS: its pool's nodeSelector, the trace's interval) and the
+    contender's own keys (REBALANCERS)."""
+    return chart.rebalancer_config(
+        watcher_url, {POOL_LABEL: contender}, interval, REBALANCERS[contender]
+    )
+
+
+def ballast_setup(interval: float = INTERVAL) -> dict[str, Any]:
+    """For a result's setup: Ballast's scheduler and rebalancer files as they ran (the chart's
+    with the overlays, bench.harness.chart; the variants' keys are `rebalancer_variants`)."""
     return {
-        "watcherAddress": watcher_url,
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": "ballast"}],
-        "rebalancer": {
-            "interval": f"{interval:g}s",
-            "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
-            "nodeSelector": {POOL_LABEL: contender},
-            "maxPerNode": 2,
-            "maxPerRound": 5,
-            **REBALANCERS[contender],
-        },
+        "scheduler_config": scheduler_config("http://watcher"),
+        "rebalancer_config": rebalancer_config("http://watcher", interval=interval),
+        "overlays": chart.OVERLAYS,
     }
 
 
@@ -948,7 +1003,7 @@ def document(
             "watcher": WATCHER_ENV,
             "descheduler_query": descheduler_query(SYNTHETIC),
             "timing": SYNTHETIC.record(),
-            "rebalancer_config": rebalancer_config("http://watcher"),
+            **ballast_setup(),
             "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},
