@@ -66,7 +66,10 @@ def rebalancer_file(path: Path = VALUES) -> dict[str, Any]:
 
 def profile(path: Path = VALUES) -> dict[str, Any]:
     """The chart's profile that its pods' schedulerName names."""
-    return next(p for p in scheduler_file(path)["profiles"] if p["schedulerName"] == PROFILE)
+    for p in scheduler_file(path)["profiles"]:
+        if p.get("schedulerName") == PROFILE:
+            return p
+    raise KeyError(f"{path}: scheduler.config.profiles has no schedulerName {PROFILE!r}")
 
 
 def rebalancer_settings(path: Path = VALUES) -> RebalancerSettings:

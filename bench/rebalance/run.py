@@ -81,7 +81,8 @@ POOL_LABEL = "ballast.dev/bench-pool"
 AA = "ballast-aa"
 CONTENDERS = {
     "none": "no rebalancer",
-    "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
+    "ballast": "Ballast rebalancer as the chart deploys it (avg of the watcher's window, 3 fresh "
+    "observations, judged by the chart's profile)",
     "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
     "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
     "ballast-p95": "Ballast rebalancer on the window's 95th percentile, 3 fresh observations",
