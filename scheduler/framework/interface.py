@@ -48,6 +48,12 @@ PRE_FILTER_READS_PODS = "pre_filter_reads_pods"
 FILTER_READS_PODS = "filter_reads_pods"
 SKIP_HOLDS_WITH_FEWER_PODS = "skip_holds_with_fewer_pods"
 
+# A Score plugin may say, as `score_reads_loads = False`, that its scores never read the
+# watcher's figures (Snapshot.loads, recent_cpu_m, pod_usage, workloads): the rebalancer's load
+# margin then scores a node read a few points off without running it again (Profile.load_scores).
+# A plugin that says nothing is taken to read them.
+SCORE_READS_LOADS = "score_reads_loads"
+
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.gpus import GpuStats
-from scheduler.framework.profile import Profile
+from scheduler.framework.profile import Profile, ScoreParts
 from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.snapshot import TrialEdit
 from scheduler.rebalancer import gpuhot, limits, selection, victims
@@ -521,12 +521,13 @@ class Judge:
             if under:
                 out.fits.append(n.name)
         if len(feasible) == 1:
-            out.scores = {feasible[0].name: 0}
+            out.scores = out.seen = {feasible[0].name: 0}
         elif feasible and out.fits:
-            out.scores = profile.score(replacement, feasible, snap, state)
-        # The scheduler may read every node's CPU a poll apart from us (margin.py).
-        favoured = out.safe - {source}
-        out.seen = self.margin.worst(profile, replacement, feasible, snap, out.scores, favoured)
+            parts = ScoreParts()
+            out.scores = profile.score(replacement, feasible, snap, state, parts)
+            # The scheduler may read every node's CPU a poll apart from us (margin.py).
+            favoured = out.safe - {source}
+            out.seen = self.margin.worst(profile, replacement, feasible, snap, parts, favoured)
         return out
 
 

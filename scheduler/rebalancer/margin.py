@@ -13,8 +13,10 @@ The load plugins score a node from its own figures (none normalises over the nod
 worst case is per node: its scores with every node read `loadMargin` cooler, as the judge reads
 it, and `loadMargin` hotter. Scores that fall with use (LoadVariationRiskBalancing,
 LowRiskOverCommitment, PeakFit) have their ends there; TargetLoadPacking's rises to its target
-then falls, so its lowest is at an end too and its highest is missed only for a node within the
-margin of the target, which an unacceptable node above `high` is not.
+then drops, so its lowest is at an end too and its highest is missed only for a node within the
+margin of the target, which an unacceptable node above `high` is not. Only the plugins that
+read the watcher's figures score again (`score_reads_loads`, framework/interface.py): a node's
+total is their part, which moves with the reading, plus the rest, which does not.
 
 What is shifted is the CPU figures the load plugins read (the window's avg, latest and p95, the
 72-hour peak), clamped to 0..100 as a watcher reports them, in a new Snapshot sharing
@@ -28,8 +30,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+import numpy as np
+
 from scheduler.framework import CPU, CycleState, NodeInfo, NodeLoad, PodInfo, Snapshot
-from scheduler.framework.profile import Profile
+from scheduler.framework.interface import SCORE_READS_LOADS
+from scheduler.framework.profile import Profile, ScoreParts
 
 
 def shifted(loads: dict[str, NodeLoad], points: float) -> dict[str, NodeLoad]:
@@ -55,6 +60,10 @@ def _move(value: float | None, points: float) -> float | None:
     return None if value is None else min(max(value + points, 0.0), 100.0)
 
 
+def reads_loads(plugin: object) -> bool:
+    return bool(getattr(plugin, SCORE_READS_LOADS, True))
+
+
 class LoadMargin:
     """The round's loads read `points` cooler and hotter, built once: a round's edits move pods,
     never the watcher's figures."""
@@ -62,6 +71,7 @@ class LoadMargin:
     def __init__(self, loads: dict[str, NodeLoad], points: float) -> None:
         self.points = points
         self.readings = (shifted(loads, -points), shifted(loads, points)) if points > 0 else ()
+        self._reading: dict[int, Profile] = {}  # id of a profile -> its plugins reading loads
 
     def worst(
         self,
@@ -69,19 +79,34 @@ class LoadMargin:
         pod: PodInfo,
         nodes: list[NodeInfo],
         snap: Snapshot,
-        scores: dict[str, int],
+        parts: ScoreParts,
         favoured: Iterable[str],
     ) -> dict[str, int]:
-        """`scores` (the profile's over `nodes` on `snap`) against the move: each node of
-        `favoured` at its lowest with its CPU read up to the margin off, every other node at its
-        highest. `scores` itself when the margin is 0."""
-        if not self.readings or len(scores) < 2:
-            return scores
-        low = set(favoured)
-        out = dict(scores)
+        """The score pass `parts` holds (the profile's over `nodes` on `snap`) against the move:
+        each node of `favoured` at its lowest with its CPU read up to the margin off, every
+        other node at its highest. That pass's totals when the margin is 0."""
+        reading = self._reading_part(profile)
+        if not self.readings or len(nodes) < 2 or not reading.scores:
+            return dict(zip(parts.names, parts.totals.tolist(), strict=True))
+        # What the plugins reading loads added in that pass: the rest does not move.
+        part = np.zeros(len(parts.names), dtype=np.int64)
+        for (plugin, weight), (_, _, _, values) in zip(profile.scores, parts.plugins, strict=True):
+            if values is not None and reads_loads(plugin):
+                part += weight * np.asarray(values, dtype=np.int64)
+        keep = set(favoured)
+        low = np.array([n in keep for n in parts.names], dtype=bool)
+        lowest, highest = parts.totals.copy(), parts.totals.copy()
         for loads in self.readings:
             # A state of its own: the plugins memoise each node's load in theirs.
-            other = profile.score(pod, nodes, replace(snap, loads=loads), CycleState())
-            for name, value in other.items():
-                out[name] = min(out[name], value) if name in low else max(out[name], value)
-        return out
+            _, moved = reading.totals(pod, nodes, replace(snap, loads=loads), CycleState())
+            total = parts.totals - part + moved
+            lowest, highest = np.minimum(lowest, total), np.maximum(highest, total)
+        return dict(zip(parts.names, np.where(low, lowest, highest).tolist(), strict=True))
+
+    def _reading_part(self, profile: Profile) -> Profile:
+        """The profile's score plugins that read the watcher's figures, no filters."""
+        found = self._reading.get(id(profile))
+        if found is None:
+            plugins = [(p, w) for p, w in profile.scores if reads_loads(p)]
+            found = self._reading[id(profile)] = Profile(profile.scheduler_name, [], plugins)
+        return found

@@ -7,6 +7,7 @@ to the load margin off."""
 
 from __future__ import annotations
 
+import copy
 import random
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,7 +26,7 @@ from scheduler.framework.clusterindex import (
     STORAGE_CLASSES,
     object_key,
 )
-from scheduler.framework.profile import Profile
+from scheduler.framework.profile import Profile, ScoreParts
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import TrialEdit, snapshot_of
 from scheduler.framework.workloads import (
@@ -48,6 +49,7 @@ from scheduler.rebalancer.judge import (
     replacement_of,
     terminating,
 )
+from scheduler.rebalancer.margin import LoadMargin
 from scheduler.rebalancer.settings import ResourceRule
 from tests.differential import scenario
 
@@ -172,9 +174,11 @@ def test_the_plan_leaves_the_snapshot_as_it_found_it():
     loads = {"hot": cpu_load(95), "cold-a": cpu_load(20), "cold-b": cpu_load(20)}
     snap = snapshot_of(nodes, placed, loads)
     snap.recent_cpu_m = {"cold-b": 100}
-    plan = judge().plan(view_of(snap), ["hot"], snap)
+    figures = copy.deepcopy(loads)
+    plan = judge(load_margin=5.0).plan(view_of(snap), ["hot"], snap)
     assert len(plan.moves) == 1
     assert snap.recent_cpu_m == {"cold-b": 100}
+    assert snap.loads is loads and loads == figures  # the load margin read copies
     assert {n: set(i.pods) for n, i in snap.nodes.items()} == {
         "hot": {"uid-app-web-0"},
         "cold-a": set(),
@@ -717,6 +721,36 @@ def violations(
         snap.recent_cpu_m.clear()
         snap.recent_cpu_m.update(recent)
     return [f for f in found if f]
+
+
+def test_the_margin_scores_each_node_at_its_worst_reading_as_the_whole_profile_would():
+    # margin.py scores again only the plugins that read loads and keeps the others' part; the
+    # whole profile on each reading, here, must give the same lowest and highest per node.
+    checked = moved = 0
+    for seed in range(40):
+        snap, _, _ = random_state(seed)
+        for node in snap.nodes.values():
+            for pod in list(node.pods.values())[:2]:
+                pending = replacement_of(pod)
+                feasible, _ = PROFILE.filter(pending, list(snap.nodes.values()), snap, CycleState())
+                if len(feasible) < 2:
+                    continue
+                parts = ScoreParts()
+                PROFILE.score(pending, feasible, snap, CycleState(), parts)
+                favoured = set(parts.names[::2])
+                seen = LoadMargin(snap.loads, 5.0).worst(
+                    PROFILE, pending, feasible, snap, parts, favoured
+                )
+                scored = [
+                    PROFILE.score(pending, feasible, r, CycleState()) for r in readings(snap, 5.0)
+                ]
+                want = {
+                    n: (min if n in favoured else max)(sc[n] for sc in scored) for n in parts.names
+                }
+                assert seen == want, seed
+                checked += 1
+                moved += seen != dict(zip(parts.names, parts.totals.tolist(), strict=True))
+    assert checked >= 100 and moved >= checked // 2, (checked, moved)
 
 
 def test_approved_moves_are_feasible_and_not_best_at_home_within_the_load_margin():
