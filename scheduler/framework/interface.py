@@ -50,9 +50,12 @@ SKIP_HOLDS_WITH_FEWER_PODS = "skip_holds_with_fewer_pods"
 
 # A Score plugin may say, as `score_reads_loads = False`, that its scores never read the
 # watcher's figures (Snapshot.loads, recent_cpu_m, pod_usage, workloads): the rebalancer's load
-# margin then scores a node read a few points off without running it again (Profile.load_scores).
-# A plugin that says nothing is taken to read them.
+# margin leaves it out when it scores the nodes read a few points off (rebalancer/margin.py).
+# A plugin that says nothing is taken to read them. One that reads them may say, as
+# `score_falls_with_load = True`, that a node's score never rises when the node's own CPU figures
+# do: the margin then needs one reading of the loads, not two.
 SCORE_READS_LOADS = "score_reads_loads"
+SCORE_FALLS_WITH_LOAD = "score_falls_with_load"
 
 
 @runtime_checkable

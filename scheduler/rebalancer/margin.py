@@ -10,13 +10,15 @@ the move: the nodes the replacement may land on at their lowest score, every oth
 hot nodes, nodes the pod would push over high, nodes without fresh figures) at its highest.
 
 The load plugins score a node from its own figures (none normalises over the nodes), so that
-worst case is per node: its scores with every node read `loadMargin` cooler, as the judge reads
-it, and `loadMargin` hotter. Scores that fall with use (LoadVariationRiskBalancing,
-LowRiskOverCommitment, PeakFit) have their ends there; TargetLoadPacking's rises to its target
-then drops, so its lowest is at an end too and its highest is missed only for a node within the
-margin of the target, which an unacceptable node above `high` is not. Only the plugins that
-read the watcher's figures score again (`score_reads_loads`, framework/interface.py): a node's
-total is their part, which moves with the reading, plus the rest, which does not.
+worst case is per node: the lowest and highest of its scores with every node read `loadMargin`
+cooler, as the judge reads it, and `loadMargin` hotter. TargetLoadPacking's score rises to its
+target then drops, so its lowest is at an end of the range, and its highest is missed only for a
+node within the margin of the target, which an unacceptable node above `high` is not. When every
+load plugin's score falls with use (`score_falls_with_load`: LoadVariationRiskBalancing,
+PeakFit), one reading does: the nodes the pod may land on hotter, the others cooler. Only the
+plugins that read the watcher's figures score again (`score_reads_loads`,
+framework/interface.py): a node's total is their part, which moves with the reading, plus the
+rest, which does not.
 
 What is shifted is the CPU figures the load plugins read (the window's avg, latest and p95, the
 72-hour peak), clamped to 0..100 as a watcher reports them, in a new Snapshot sharing
@@ -33,7 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from scheduler.framework import CPU, CycleState, NodeInfo, NodeLoad, PodInfo, Snapshot
-from scheduler.framework.interface import SCORE_READS_LOADS
+from scheduler.framework.interface import SCORE_FALLS_WITH_LOAD, SCORE_READS_LOADS
 from scheduler.framework.profile import Profile, ScoreParts
 
 
@@ -95,8 +97,12 @@ class LoadMargin:
                 part += weight * np.asarray(values, dtype=np.int64)
         keep = set(favoured)
         low = np.array([n in keep for n in parts.names], dtype=bool)
+        readings = self.readings
+        if all(getattr(p, SCORE_FALLS_WITH_LOAD, False) for p, _ in reading.scores):
+            cooler, hotter = self.readings
+            readings = ({n: (hotter if n in keep else cooler)[n] for n in cooler},)
         lowest, highest = parts.totals.copy(), parts.totals.copy()
-        for loads in self.readings:
+        for loads in readings:
             # A state of its own: the plugins memoise each node's load in theirs.
             _, moved = reading.totals(pod, nodes, replace(snap, loads=loads), CycleState())
             total = parts.totals - part + moved
