@@ -361,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                 "maxPerRound": s.max_per_round,
                 "maxPerNode": s.max_per_node,
                 "maxPerNamespace": s.max_per_namespace,
+                "loadMargin": s.load_margin,
                 "scoreMargin": s.score_margin,
                 "minRelief": s.min_relief,
                 "targetsMustBeCold": s.targets_must_be_cold,
