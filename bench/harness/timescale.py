@@ -13,8 +13,13 @@ it is floored, and a floored value must stay within one trace step of the deploy
 Settings a peer's binary fixes in real time (Trimaran's fetch and its recently-bound pods,
 load-watcher's fetch) cannot follow; they are listed with `fixed` saying why, so the table shows
 how far off they are. load-watcher's windows, hard-coded in its queries, follow through a proxy
-that scales their ranges (sandbox/peers/loadwatcher/serve.py).
-docs/trace.md's table is `table()`'s output.
+that scales their ranges (sandbox/peers/loadwatcher/serve.py). Ballast's rebalancer has no
+flag for its provider lag: it is listed so too.
+
+The synthetic scenarios of both benchmarks use the same settings at one compression of their
+own, SYNTHETIC_SPEED (`settings(SYNTHETIC_SPEED)`, `synthetic_timing()`): there each contender
+looks back its deployed value over 5, within one watcher poll (the same test).
+docs/trace.md's table is `table()`'s output, docs/benchmarks.md's `synthetic_table()`'s.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 from sandbox.load.nodemetric import NodeMetricConfig
 from sandbox.load.trace import STEP_SECONDS
+from scheduler.rebalancer.runtime import Options as RebalancerRuntimeOptions
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.runtime import RuntimeOptions
 from watcher import defaults as watcher_defaults
@@ -53,14 +59,20 @@ class Setting:
         return self.wall * self.speed
 
     @property
+    def wall_off(self) -> float:
+        """How far, in wall seconds, it is from its deployed value over its speed (the
+        synthetic scenarios' measure: one watcher poll at most)."""
+        return abs(self.wall - self.deployed / self.speed)
+
+    @property
     def steps_off(self) -> float:
         """How far, in trace steps, it is from its deployed value."""
         return abs(self.trace - self.deployed) / STEP_SECONDS
 
 
-def scaled(deployed: float, floor: float = 0.0) -> float:
-    """`deployed` real seconds in wall seconds at SPEED, never under `floor`."""
-    return max(round(deployed / SPEED, 3), floor)
+def scaled(deployed: float, floor: float = 0.0, speed: float = SPEED) -> float:
+    """`deployed` real seconds in wall seconds at `speed`, never under `floor`."""
+    return max(round(deployed / speed, 3), floor)
 
 
 _RUNTIME = RuntimeOptions()
@@ -93,90 +105,140 @@ POD_USAGE_INTERVAL = _RUNTIME.pod_usage_interval or 6 * _RUNTIME.watcher_interva
 POLL_WALL = scaled(watcher_defaults.POLL_INTERVAL, FASTEST_POLL)
 WINDOW_WALL = scaled(watcher_defaults.WINDOW)
 # irate needs two scrapes in its range: three make it robust to a late one.
-RATE_RANGE_WALL = max(scaled(60.0), 3 * FASTEST_POLL)
+RATE_RANGE_WALL = max(scaled(60.0), 3 * FASTEST_POLL)  # as settings() gives it
+# The rebalancer fetches the watcher every this many seconds unless told (--watcher-interval).
+REBALANCER_FETCH = RebalancerRuntimeOptions().watcher_interval
+REBALANCER_LAG = RebalancerRuntimeOptions().provider_lag
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("Prometheus", "scrape interval", PACE, SCRAPE, "kube-prometheus", FASTEST_POLL),
-    Setting("Ballast watcher", "poll_interval", PACE, watcher_defaults.POLL_INTERVAL,
-            "watcher/defaults.py", POLL_WALL),
-    Setting("Ballast watcher", "window", LOOK_BACK, watcher_defaults.WINDOW,
-            "watcher/defaults.py", WINDOW_WALL),
-    Setting("Ballast watcher", "rate_range", LOOK_BACK, 60.0, "watcher/defaults.py (1m)",
-            RATE_RANGE_WALL),
-    Setting("Ballast watcher", "profile_window", LOOK_BACK, watcher_defaults.PROFILE_WINDOW,
-            "watcher/defaults.py", scaled(watcher_defaults.PROFILE_WINDOW)),
-    Setting("Ballast watcher", "pod_history_half_life", LOOK_BACK,
-            watcher_defaults.POD_HISTORY_HALF_LIFE, "watcher/defaults.py",
-            scaled(watcher_defaults.POD_HISTORY_HALF_LIFE)),
-    Setting("Ballast watcher", "peak_bucket_seconds x 24, a pod's max", LOOK_BACK,
-            POD_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
-            POD_PEAK_BUCKETS * PEAK_BUCKET_WALL),
-    Setting("Ballast watcher", "peak_bucket_seconds x 72, a node's max", LOOK_BACK,
-            NODE_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
-            NODE_PEAK_BUCKETS * PEAK_BUCKET_WALL),
-    Setting("Ballast scheduler", "--watcher-interval", PACE, _RUNTIME.watcher_interval,
-            "scheduler/runtime.py", scaled(_RUNTIME.watcher_interval, FASTEST_POLL)),
-    Setting("Ballast scheduler", "--provider-lag", LOOK_BACK, _RUNTIME.provider_lag,
-            "scheduler/runtime.py", scaled(_RUNTIME.provider_lag)),
-    Setting("Ballast scheduler", "--recent-max-age", LOOK_BACK, _RUNTIME.recent_max_age,
-            "scheduler/runtime.py", scaled(_RUNTIME.recent_max_age)),
-    Setting("Ballast scheduler", "--pod-usage-interval", PACE, POD_USAGE_INTERVAL,
-            "scheduler/runtime.py (6 watcher fetches)", scaled(POD_USAGE_INTERVAL, FASTEST_POLL)),
-    Setting("Ballast scheduler", "--pod-usage-max-age", LOOK_BACK, _RUNTIME.pod_usage_max_age,
-            "scheduler/runtime.py", scaled(_RUNTIME.pod_usage_max_age)),
-    Setting("Ballast rebalancer", "interval", PACE, _REBALANCER.interval,
-            "scheduler/rebalancer/settings.py", scaled(ROUNDS, FASTEST_POLL)),
-    Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
-            "koordlet default", scaled(KOORDLET_REPORT, FASTEST_POLL)),
-    Setting("Koordinator (koordlet)", "aggregateDurationSeconds", LOOK_BACK, KOORDLET_MEAN,
-            "koordlet default", scaled(KOORDLET_MEAN)),
-    *(
-        Setting("Koordinator (koordlet)", f"aggregated over {d / 60:g} min", LOOK_BACK, d,
-                "koordlet default", scaled(d))
-        for d in KOORDLET_DURATIONS
-    ),
-    # Floored at 5 reports: one late write on a busy machine must not expire a node.
-    Setting("Koordinator LoadAware", "nodeMetricExpirationSeconds", LOOK_BACK,
-            LOAD_AWARE_EXPIRATION, "LoadAwareSchedulingArgs default",
-            scaled(LOAD_AWARE_EXPIRATION, 5 * scaled(KOORDLET_REPORT, FASTEST_POLL))),
-    Setting("koord-descheduler", "deschedulingInterval", PACE, ROUNDS, "as Ballast's rounds",
-            scaled(ROUNDS, FASTEST_POLL)),
-    Setting("koord-descheduler", "anomalyCondition.timeout", LOOK_BACK, KOORD_ANOMALY_TIMEOUT,
-            "LowNodeLoadArgs default", scaled(KOORD_ANOMALY_TIMEOUT, FASTEST_POLL)),
-    # Floored at three requeues: a job sees its pod gone one requeue after evicting it, and must
-    # before it times out, with room for a busy machine (0.8 steps off).
-    Setting(MIGRATION, "defaultJobTTL", LOOK_BACK, MIGRATION_TTL,
-            "MigrationControllerArgs default", scaled(MIGRATION_TTL, 3 * MIGRATION_REQUEUE)),
-    Setting(MIGRATION, "objectLimiters.workload.duration", LOOK_BACK, MIGRATION_LIMITER,
-            "MigrationControllerArgs default", scaled(MIGRATION_LIMITER)),
-    # Faster than deployed only adds work: both stay at it, well within a step.
-    Setting(MIGRATION, "arbitrationArgs.interval", PACE, MIGRATION_ARBITRATION,
-            "MigrationControllerArgs default", MIGRATION_ARBITRATION),
-    Setting(MIGRATION, "evictQPS 10: the gap between evictions", PACE, MIGRATION_EVICT_GAP,
-            "Koordinator's descheduler-config.yaml", MIGRATION_EVICT_GAP),
-    Setting(MIGRATION, "requeue of a job evicting", PACE, MIGRATION_REQUEUE,
-            "controllers/migration defaultRequeueAfter", MIGRATION_REQUEUE,
-            fixed="a constant of the MigrationController"),
-    Setting("descheduler", "--descheduling-interval", PACE, ROUNDS, "as Ballast's rounds",
-            scaled(ROUNDS, FASTEST_POLL)),
-    Setting("simulated pods", "ramp to their use after start", PACE, 0.0,
-            "a container's start", STEP_WALL),
-    Setting("Trimaran", "watcher fetch", PACE, 30.0, "scheduler-plugins collector", 30.0,
-            fixed="a constant of scheduler-plugins' Trimaran collector"),
-    Setting("Trimaran", "recently bound pods", LOOK_BACK, 60.0, "scheduler-plugins", 60.0,
-            fixed="a constant of scheduler-plugins' Trimaran"),
-    # Hard-coded in its queries; RangeProxy (sandbox/peers/loadwatcher/serve.py) scales them.
-    Setting("load-watcher", "window (through RangeProxy)", LOOK_BACK, 900.0,
-            "load-watcher v0.2.4", scaled(900.0)),
-    Setting("load-watcher", "fetch", PACE, 60.0, "load-watcher v0.2.4", 60.0,
-            fixed="load-watcher sleeps a hard-coded minute between fetches"),
-)  # fmt: skip
+
+def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ...]:
+    """Every setting at `speed` (real seconds a wall second): the trace's at SPEED, the
+    synthetic scenarios' at SYNTHETIC_SPEED; `ramp`: the pods' ramp, a scenario's own."""
+
+    def at(deployed: float, floor: float = 0.0) -> float:
+        return scaled(deployed, floor, speed)
+
+    poll = at(watcher_defaults.POLL_INTERVAL, FASTEST_POLL)
+    bucket = at(watcher_defaults.PEAK_BUCKET_SECONDS)
+    report = at(KOORDLET_REPORT, FASTEST_POLL)
+    rows = (
+        Setting("Prometheus", "scrape interval", PACE, SCRAPE, "kube-prometheus", FASTEST_POLL),
+        Setting("Ballast watcher", "poll_interval", PACE, watcher_defaults.POLL_INTERVAL,
+                "watcher/defaults.py", poll),
+        Setting("Ballast watcher", "window", LOOK_BACK, watcher_defaults.WINDOW,
+                "watcher/defaults.py", at(watcher_defaults.WINDOW)),
+        # irate needs two scrapes in its range: three make it robust to a late one.
+        Setting("Ballast watcher", "rate_range", LOOK_BACK, 60.0, "watcher/defaults.py (1m)",
+                max(at(60.0), 3 * FASTEST_POLL)),
+        Setting("Ballast watcher", "profile_window", LOOK_BACK, watcher_defaults.PROFILE_WINDOW,
+                "watcher/defaults.py", at(watcher_defaults.PROFILE_WINDOW)),
+        Setting("Ballast watcher", "pod_history_half_life", LOOK_BACK,
+                watcher_defaults.POD_HISTORY_HALF_LIFE, "watcher/defaults.py",
+                at(watcher_defaults.POD_HISTORY_HALF_LIFE)),
+        Setting("Ballast watcher", "peak_bucket_seconds x 24, a pod's max", LOOK_BACK,
+                POD_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
+                POD_PEAK_BUCKETS * bucket),
+        Setting("Ballast watcher", "peak_bucket_seconds x 72, a node's max", LOOK_BACK,
+                NODE_PEAK_BUCKETS * watcher_defaults.PEAK_BUCKET_SECONDS, "watcher/defaults.py",
+                NODE_PEAK_BUCKETS * bucket),
+        Setting("Ballast scheduler", "--watcher-interval", PACE, _RUNTIME.watcher_interval,
+                "scheduler/runtime.py", at(_RUNTIME.watcher_interval, FASTEST_POLL)),
+        Setting("Ballast scheduler", "--provider-lag", LOOK_BACK, _RUNTIME.provider_lag,
+                "scheduler/runtime.py", at(_RUNTIME.provider_lag)),
+        Setting("Ballast scheduler", "--recent-max-age", LOOK_BACK, _RUNTIME.recent_max_age,
+                "scheduler/runtime.py", at(_RUNTIME.recent_max_age)),
+        Setting("Ballast scheduler", "--pod-usage-interval", PACE, POD_USAGE_INTERVAL,
+                "scheduler/runtime.py (6 watcher fetches)", at(POD_USAGE_INTERVAL, FASTEST_POLL)),
+        Setting("Ballast scheduler", "--pod-usage-max-age", LOOK_BACK, _RUNTIME.pod_usage_max_age,
+                "scheduler/runtime.py", at(_RUNTIME.pod_usage_max_age)),
+        Setting("Ballast rebalancer", "interval", PACE, _REBALANCER.interval,
+                "scheduler/rebalancer/settings.py", at(ROUNDS, FASTEST_POLL)),
+        Setting("Ballast rebalancer", "--watcher-interval", PACE, REBALANCER_FETCH,
+                "scheduler/rebalancer/runtime.py", at(REBALANCER_FETCH, FASTEST_POLL)),
+        # How long an evicted node rests past its window's share, and a bound pod's lag: the
+        # rebalancer has no flag for it.
+        Setting("Ballast rebalancer", "provider_lag", LOOK_BACK, REBALANCER_LAG,
+                "scheduler/rebalancer/runtime.py", REBALANCER_LAG,
+                fixed="the rebalancer has no flag for it (Options.provider_lag)"),
+        Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
+                "koordlet default", report),
+        Setting("Koordinator (koordlet)", "aggregateDurationSeconds", LOOK_BACK, KOORDLET_MEAN,
+                "koordlet default", at(KOORDLET_MEAN)),
+        *(
+            Setting("Koordinator (koordlet)", f"aggregated over {d / 60:g} min", LOOK_BACK, d,
+                    "koordlet default", at(d))
+            for d in KOORDLET_DURATIONS
+        ),
+        # Floored at one report and 4 s more: a write a busy machine delays must not expire a
+        # node (5 reports in the trace).
+        Setting("Koordinator LoadAware", "nodeMetricExpirationSeconds", LOOK_BACK,
+                LOAD_AWARE_EXPIRATION, "LoadAwareSchedulingArgs default",
+                at(LOAD_AWARE_EXPIRATION, report + 4 * FASTEST_POLL)),
+        # Deployed by Koordinator's own configuration at 10 s, Ballast's rounds.
+        Setting("koord-descheduler", "deschedulingInterval", PACE, ROUNDS,
+                "Koordinator's descheduler-config.yaml", at(ROUNDS, FASTEST_POLL)),
+        Setting("koord-descheduler", "anomalyCondition.timeout", LOOK_BACK, KOORD_ANOMALY_TIMEOUT,
+                "LowNodeLoadArgs default", at(KOORD_ANOMALY_TIMEOUT, FASTEST_POLL)),
+        # Floored at three requeues: a job sees its pod gone one requeue after evicting it, and
+        # must before it times out, with room for a busy machine (0.8 steps off in the trace).
+        Setting(MIGRATION, "defaultJobTTL", LOOK_BACK, MIGRATION_TTL,
+                "MigrationControllerArgs default", at(MIGRATION_TTL, 3 * MIGRATION_REQUEUE)),
+        Setting(MIGRATION, "objectLimiters.workload.duration", LOOK_BACK, MIGRATION_LIMITER,
+                "MigrationControllerArgs default", at(MIGRATION_LIMITER)),
+        # Faster than deployed only adds work: both stay at it, well within a step.
+        Setting(MIGRATION, "arbitrationArgs.interval", PACE, MIGRATION_ARBITRATION,
+                "MigrationControllerArgs default", MIGRATION_ARBITRATION),
+        Setting(MIGRATION, "evictQPS 10: the gap between evictions", PACE, MIGRATION_EVICT_GAP,
+                "Koordinator's descheduler-config.yaml", MIGRATION_EVICT_GAP),
+        Setting(MIGRATION, "requeue of a job evicting", PACE, MIGRATION_REQUEUE,
+                "controllers/migration defaultRequeueAfter", MIGRATION_REQUEUE,
+                fixed="a constant of the MigrationController"),
+        # Its Helm chart runs it every 2 minutes (a CronJob) or 5 (a Deployment); here as
+        # often as Ballast's rounds, so the rebalancers' rounds pair.
+        Setting("descheduler", "--descheduling-interval", PACE, ROUNDS, "as Ballast's rounds",
+                at(ROUNDS, FASTEST_POLL)),
+        Setting("simulated pods", "ramp to their use after start", PACE, 0.0,
+                "a container's start", ramp),
+        Setting("Trimaran", "watcher fetch", PACE, 30.0, "scheduler-plugins collector", 30.0,
+                fixed="a constant of scheduler-plugins' Trimaran collector"),
+        Setting("Trimaran", "recently bound pods", LOOK_BACK, 60.0, "scheduler-plugins", 60.0,
+                fixed="a constant of scheduler-plugins' Trimaran"),
+        # Hard-coded in its queries; RangeProxy (sandbox/peers/loadwatcher/serve.py) scales them.
+        Setting("load-watcher", "window (through RangeProxy)", LOOK_BACK, 900.0,
+                "load-watcher v0.2.4", at(900.0)),
+        Setting("load-watcher", "fetch", PACE, 60.0, "load-watcher v0.2.4", 60.0,
+                fixed="load-watcher sleeps a hard-coded minute between fetches"),
+    )  # fmt: skip
+    return tuple(replace(s, speed=speed) for s in rows)
+
+
+SETTINGS = settings()
+
+# The synthetic scenarios of both benchmarks run in wall time, every contender compressed alike:
+# Ballast's watcher window, 300 s deployed, is 60 s there, so every look-back and pace is its
+# deployed value over SYNTHETIC_SPEED (docs/benchmarks.md's table is synthetic_table()). Their
+# pods' ramp is the scenarios' own (50 s deployed: a container reaching its use within a minute);
+# the settle times are built on it.
+SYNTHETIC_SPEED = 5.0  # deployed seconds per wall second in the synthetic scenarios
+SYNTHETIC_RAMP = 10.0
+# What the synthetic scenarios leave at a value other than deployed/SYNTHETIC_SPEED, and why.
+SYNTHETIC_UNSCALED = {
+    ("Prometheus", "scrape interval"): "the sandbox's Prometheus scrapes (and evaluates "
+    "load-watcher's rules) every second in every scenario (sandbox/demo/stack.py): irate reads "
+    "1 s rates where 5x would read 6 s ones",
+    ("simulated pods", "ramp to their use after start"): "the scenarios' own: 50 s deployed, "
+    "their settle times are built on it",
+}
+SYNTHETIC_SETTINGS = tuple(
+    replace(s, fixed=SYNTHETIC_UNSCALED.get((s.contender, s.name), s.fixed))
+    for s in settings(SYNTHETIC_SPEED, SYNTHETIC_RAMP)
+)
 
 
 @dataclass(frozen=True)
 class Timing:
     """What a benchmark run sets from these settings: the watcher's environment, the NodeMetric
-    writer, the scheduler's flags and LoadAwareScheduling's arguments."""
+    writer, the scheduler's and rebalancers' flags and LoadAwareScheduling's arguments."""
 
     watcher_env: dict[str, str]
     node_metrics: NodeMetricConfig
@@ -188,13 +250,17 @@ class Timing:
     # The MigrationController's job TTL and workload limiter; None: its defaults.
     migration_ttl: float | None = None
     migration_limiter: float | None = None
+    rebalancer_flags: tuple[str, ...] = ()  # Ballast rebalancers' command line
+    speed: float | None = None  # real seconds a wall second; None: not scaled
 
     def record(self) -> dict[str, Any]:
         """For a result's setup: what the contenders ran with."""
         return {
+            "speed": self.speed,
             "watcher": self.watcher_env,
             "node_metrics": asdict(self.node_metrics),
             "scheduler_flags": list(self.scheduler_flags),
+            "rebalancer_flags": list(self.rebalancer_flags),
             "load_aware_args": self.load_aware_args,
             "rounds": self.rounds,
             "load_watcher_speed": self.load_watcher_speed,
@@ -204,51 +270,83 @@ class Timing:
         }
 
 
-def trace_timing() -> Timing:
-    """Every contender of a trace scenario at its deployed defaults, scaled."""
+def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
+    """Every contender at its deployed defaults, scaled as `rows` say."""
+    speed = rows[0].speed
+    fetch = setting("Ballast rebalancer", "--watcher-interval", rows).wall
     return Timing(
-        watcher_env(),
-        node_metrics(),
-        tuple(scheduler_flags()),
-        load_aware_args(),
-        rounds=setting("Ballast rebalancer", "interval").wall,
-        load_watcher_speed=LOAD_WATCHER_SPEED,
-        anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout").wall,
-        migration_ttl=setting(MIGRATION, "defaultJobTTL").wall,
-        migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration").wall,
+        watcher_env(rows),
+        node_metrics(rows),
+        tuple(scheduler_flags(rows)),
+        load_aware_args(rows),
+        rounds=setting("Ballast rebalancer", "interval", rows).wall,
+        load_watcher_speed=speed,
+        anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout", rows).wall,
+        migration_ttl=setting(MIGRATION, "defaultJobTTL", rows).wall,
+        migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration", rows).wall,
+        rebalancer_flags=(f"--watcher-interval={fetch:g}",),
+        speed=speed,
     )
 
 
-def setting(contender: str, name: str) -> Setting:
-    for s in SETTINGS:
+def trace_timing() -> Timing:
+    """Every contender of a trace scenario at its deployed defaults, scaled to trace time."""
+    return timing(SETTINGS)
+
+
+def synthetic_timing() -> Timing:
+    """Every contender of a synthetic scenario at its deployed defaults over SYNTHETIC_SPEED."""
+    return timing(SYNTHETIC_SETTINGS)
+
+
+def setting(contender: str, name: str, rows: tuple[Setting, ...] = SETTINGS) -> Setting:
+    for s in rows:
         if (s.contender, s.name) == (contender, name):
             return s
     raise KeyError(f"no setting {name!r} of {contender!r}")
 
 
-def watcher_env() -> dict[str, str]:
-    """Ballast's watcher in the trace scenarios: its deployed defaults, scaled."""
+def watcher_env(rows: tuple[Setting, ...] = SETTINGS) -> dict[str, str]:
+    """Ballast's watcher: its deployed defaults, scaled."""
+
+    def wall(name: str) -> str:
+        return f"{setting('Ballast watcher', name, rows).wall:g}"
+
+    pod_max = setting("Ballast watcher", "peak_bucket_seconds x 24, a pod's max", rows).wall
+
     return {
-        "BALLAST_POLL_INTERVAL": f"{POLL_WALL:g}",
+        "BALLAST_POLL_INTERVAL": wall("poll_interval"),
         "BALLAST_POLL_JITTER": "0",
-        "BALLAST_WINDOW": f"{WINDOW_WALL:g}",
-        "BALLAST_RATE_RANGE": f"{RATE_RANGE_WALL:g}s",
-        "BALLAST_PROFILE_WINDOW": f"{setting('Ballast watcher', 'profile_window').wall:g}",
-        "BALLAST_POD_HISTORY_HALF_LIFE": (
-            f"{setting('Ballast watcher', 'pod_history_half_life').wall:g}"
-        ),
-        "BALLAST_PEAK_BUCKET_SECONDS": f"{PEAK_BUCKET_WALL:g}",
+        "BALLAST_WINDOW": wall("window"),
+        "BALLAST_RATE_RANGE": f"{wall('rate_range')}s",
+        "BALLAST_PROFILE_WINDOW": wall("profile_window"),
+        "BALLAST_POD_HISTORY_HALF_LIFE": wall("pod_history_half_life"),
+        "BALLAST_PEAK_BUCKET_SECONDS": f"{pod_max / POD_PEAK_BUCKETS:g}",
     }
 
 
-def record() -> list[dict[str, Any]]:
+def record(rows: tuple[Setting, ...] = SETTINGS) -> list[dict[str, Any]]:
     """Every setting for a result's setup: deployed, wall and trace seconds, steps off."""
     return [
         {"contender": s.contender, "setting": s.name, "kind": s.kind, "deployed": s.deployed,
          "wall": s.wall, "trace": round(s.trace, 3), "steps_off": round(s.steps_off, 2),
          **({"fixed": s.fixed} if s.fixed else {})}
-        for s in SETTINGS
+        for s in rows
     ]  # fmt: skip
+
+
+def synthetic_record() -> dict[str, Any]:
+    """For a synthetic scenario's setup: the compression and every setting, deployed, the
+    wall value it ran with and deployed/SYNTHETIC_SPEED."""
+    return {
+        "speed": SYNTHETIC_SPEED,
+        "settings": [
+            {"contender": s.contender, "setting": s.name, "kind": s.kind,
+             "deployed": s.deployed, "wall": s.wall, "scaled": round(s.deployed / s.speed, 3),
+             **({"fixed": s.fixed} if s.fixed else {})}
+            for s in SYNTHETIC_SETTINGS
+        ],
+    }  # fmt: skip
 
 
 def _seconds(value: float) -> str:
@@ -259,29 +357,59 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-def table() -> str:
-    """docs/trace.md's table: every setting, deployed and here, in trace time."""
-    rows = [
-        f"Speed: one 5-minute trace step every {STEP_WALL:g} s of wall time ({SPEED:g}x).",
+def _table(
+    intro: str, columns: tuple[str, str], rows: list[tuple[Setting, float, float, str]]
+) -> str:
+    """A markdown table of settings: deployed, two columns of seconds, how far off."""
+    lines = [
+        intro,
         "",
-        "| contender | setting | deployed | here (wall) | here (trace time) | off by |",
+        f"| contender | setting | deployed | {columns[0]} | {columns[1]} | off by |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for s in SETTINGS:
-        off = f"{s.steps_off:.1f} steps" if s.steps_off >= 0.05 else "-"
+    for s, first, second, off in rows:
         if s.fixed:
             off += f"; fixed: {s.fixed}"
-        rows.append(
+        lines.append(
             f"| {s.contender} | {s.name} ({s.kind}) | {_seconds(s.deployed)} | "
-            f"{_seconds(s.wall)} | {_seconds(s.trace)} | {off} |"
+            f"{_seconds(first)} | {_seconds(second)} | {off} |"
         )
-    return "\n".join(rows) + "\n"
+    return "\n".join(lines) + "\n"
 
 
-def scheduler_flags() -> list[str]:
+def table() -> str:
+    """docs/trace.md's table: every setting, deployed and here, in trace time."""
+    return _table(
+        f"Speed: one 5-minute trace step every {STEP_WALL:g} s of wall time ({SPEED:g}x).",
+        ("here (wall)", "here (trace time)"),
+        [(s, s.wall, s.trace, f"{s.steps_off:.1f} steps" if s.steps_off >= 0.05 else "-")
+         for s in SETTINGS],
+    )  # fmt: skip
+
+
+def synthetic_poll() -> float:
+    """The synthetic scenarios' tolerance: one poll of Ballast's watcher, in wall seconds."""
+    return setting("Ballast watcher", "poll_interval", SYNTHETIC_SETTINGS).wall
+
+
+def synthetic_table() -> str:
+    """docs/benchmarks.md's table: every setting, deployed, over SYNTHETIC_SPEED and as run."""
+    return _table(
+        f"Compression: {SYNTHETIC_SPEED:g}x (Ballast's watcher window, "
+        f"{_seconds(watcher_defaults.WINDOW)} deployed, is "
+        f"{_seconds(watcher_defaults.WINDOW / SYNTHETIC_SPEED)} here); a setting is off when "
+        f"it leaves deployed / {SYNTHETIC_SPEED:g} by more than one watcher poll "
+        f"({synthetic_poll():g} s).",
+        (f"deployed / {SYNTHETIC_SPEED:g}", "here (wall)"),
+        [(s, round(s.deployed / s.speed, 3), s.wall, f"{s.wall_off:g} s" if s.wall_off >= 0.05
+          else "-") for s in SYNTHETIC_SETTINGS],
+    )  # fmt: skip
+
+
+def scheduler_flags(rows: tuple[Setting, ...] = SETTINGS) -> list[str]:
     """Ballast's scheduler's runtime settings, scaled."""
     return [
-        f"--{name.lstrip('-')}={setting('Ballast scheduler', name).wall:g}"
+        f"--{name.lstrip('-')}={setting('Ballast scheduler', name, rows).wall:g}"
         for name in (
             "--watcher-interval",
             "--provider-lag",
@@ -292,29 +420,36 @@ def scheduler_flags() -> list[str]:
     ]
 
 
-def node_metrics() -> NodeMetricConfig:
+def node_metrics(rows: tuple[Setting, ...] = SETTINGS) -> NodeMetricConfig:
     """The NodeMetric writer as koordlet's defaults, scaled."""
     koordlet = "Koordinator (koordlet)"
     return NodeMetricConfig(
-        report_seconds=setting(koordlet, "reportIntervalSeconds").wall,
-        aggregate_seconds=setting(koordlet, "aggregateDurationSeconds").wall,
-        durations=tuple(setting(koordlet, f"aggregated over {d / 60:g} min").wall
+        report_seconds=setting(koordlet, "reportIntervalSeconds", rows).wall,
+        aggregate_seconds=setting(koordlet, "aggregateDurationSeconds", rows).wall,
+        durations=tuple(setting(koordlet, f"aggregated over {d / 60:g} min", rows).wall
                         for d in KOORDLET_DURATIONS),
         warm_start=True,  # a koordlet that has run long before the window
     )  # fmt: skip
 
 
-def load_aware_args() -> dict[str, int]:
+def load_aware_args(rows: tuple[Setting, ...] = SETTINGS) -> dict[str, int]:
     """LoadAwareScheduling's arguments that look back, scaled (the rest stay its defaults;
     an int64 of seconds in its Go types)."""
-    wall = setting("Koordinator LoadAware", "nodeMetricExpirationSeconds").wall
+    wall = setting("Koordinator LoadAware", "nodeMetricExpirationSeconds", rows).wall
     return {"nodeMetricExpirationSeconds": round(wall)}
 
 
 def effective(timing: Timing, step_wall: float) -> list[Setting]:
     """The settings a benchmark run actually has, read back from its Timing, at a replay of one
     trace step every `step_wall` seconds: what the test holds to one step of deployed."""
+    return effective_at(timing, STEP_SECONDS / step_wall)
+
+
+def effective_at(timing: Timing, speed: float) -> list[Setting]:
+    """The settings a run actually has, read back from its Timing, at `speed` real seconds a
+    wall second (the trace's, or SYNTHETIC_SPEED)."""
     env, flags = timing.watcher_env, dict(f.lstrip("-").split("=") for f in timing.scheduler_flags)
+    rebalancer = dict(f.lstrip("-").split("=") for f in timing.rebalancer_flags)
     nm = timing.node_metrics
     walls = {
         ("Ballast watcher", "poll_interval"): float(env["BALLAST_POLL_INTERVAL"]),
@@ -337,11 +472,15 @@ def effective(timing: Timing, step_wall: float) -> list[Setting]:
         ("Ballast scheduler", "--pod-usage-max-age"): float(
             flags.get("pod-usage-max-age", _RUNTIME.pod_usage_max_age)
         ),
+        ("Ballast rebalancer", "--watcher-interval"): float(
+            rebalancer.get("watcher-interval", REBALANCER_FETCH)
+        ),
         ("Koordinator (koordlet)", "reportIntervalSeconds"): nm.report_seconds,
         ("Koordinator (koordlet)", "aggregateDurationSeconds"): nm.aggregate_seconds,
         ("Koordinator LoadAware", "nodeMetricExpirationSeconds"): float(
             timing.load_aware_args.get("nodeMetricExpirationSeconds", LOAD_AWARE_EXPIRATION)
         ),
+        ("load-watcher", "window (through RangeProxy)"): 900.0 / (timing.load_watcher_speed or 1),
     }
     bucket = float(env.get("BALLAST_PEAK_BUCKET_SECONDS", watcher_defaults.PEAK_BUCKET_SECONDS))
     for buckets, whose in ((POD_PEAK_BUCKETS, "a pod's"), (NODE_PEAK_BUCKETS, "a node's")):
@@ -351,6 +490,7 @@ def effective(timing: Timing, step_wall: float) -> list[Setting]:
     walls[("Ballast watcher", "pod_history_half_life")] = float(
         env.get("BALLAST_POD_HISTORY_HALF_LIFE", watcher_defaults.POD_HISTORY_HALF_LIFE)
     )
+    # Durations the writer leaves out are missing from its NodeMetrics: read as unset.
     for d, wall in zip(KOORDLET_DURATIONS, nm.durations, strict=False):
         walls[("Koordinator (koordlet)", f"aggregated over {d / 60:g} min")] = wall
     if timing.rounds is not None:
@@ -358,13 +498,13 @@ def effective(timing: Timing, step_wall: float) -> list[Setting]:
                     ("koord-descheduler", "deschedulingInterval"),
                     ("descheduler", "--descheduling-interval")):  # fmt: skip
             walls[key] = timing.rounds
-    if timing.anomaly_timeout is not None:
-        walls[("koord-descheduler", "anomalyCondition.timeout")] = timing.anomaly_timeout
+    walls[("koord-descheduler", "anomalyCondition.timeout")] = (
+        timing.anomaly_timeout or KOORD_ANOMALY_TIMEOUT
+    )
     walls[(MIGRATION, "defaultJobTTL")] = timing.migration_ttl or MIGRATION_TTL
     walls[(MIGRATION, "objectLimiters.workload.duration")] = (
         timing.migration_limiter or MIGRATION_LIMITER
     )
-    speed = STEP_SECONDS / step_wall
     return [replace(setting(*key), wall=wall, speed=speed) for key, wall in walls.items()]
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import requests
 from kubernetes import client
 
-from bench.harness import chart
+from bench.harness import chart, timescale
 from bench.harness.common import RESULTS_DIR, BindTracker, PodMaker
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from bench.harness.timescale import Timing
@@ -73,25 +73,26 @@ FACTOR = (0.3, 1.6)  # use / request, drawn per pod
 IDLE_FACTOR = 0.02
 BACKGROUND = (5.0, 55.0)
 HOT_BACKGROUND = (70.0, 85.0)
-RAMP_SECONDS = 10.0
+RAMP_SECONDS = timescale.SYNTHETIC_RAMP
 BIND_DEADLINE = 90.0  # after the last wave at most; pods still pending then count as pending
 # ... or sooner, once no pod has bound for BIND_QUIET s after the last wave and the last bind:
 # three times the schedulers' 10 s maximum backoff (waiting out the deadline was the longest part
 # of every seed in which a contender left a pod pending).
 BIND_QUIET = 30.0
-WATCHER_ENV = {
-    "BALLAST_POLL_INTERVAL": "2",
-    "BALLAST_POLL_JITTER": "0",
-    "BALLAST_RATE_RANGE": "15s",
-}
+# The synthetic scenarios' timing: every contender's deployed look-backs and paces over
+# timescale.SYNTHETIC_SPEED (5x: Ballast's 300 s window is 60 s; docs/benchmarks.md's table);
+# the trace's is bench.timescale's at trace time.
+SYNTHETIC = timescale.synthetic_timing()
+WATCHER_ENV = SYNTHETIC.watcher_env
 CREATE_THREADS = 16
 # Koordinator reads NodeMetric objects, which the simulator writes for its pools as koordlet
 # would. Its main rows run on koordlet's defaults (a report every 60 s of 300-second means,
-# aggregates over 5 minutes; scaled to trace time in the trace: bench.timescale), as deployed,
-# warm as a koordlet that has run long before the pods come (no cold start of its aggregates).
-NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
-# The `-fresh` rows, labelled: a report every 2 s (the watcher's poll) of 15-second means (the
-# watcher's rate range), 60 s aggregates: Koordinator at the delay Ballast reads the load here.
+# aggregates over 5, 10 and 30 minutes) scaled alike (12 s reports of 60 s means, aggregates
+# over 1, 2 and 6 minutes), warm as a koordlet that has run long before the pods come (no cold
+# start of its aggregates). Before 2026-11-28 they ran at koordlet's real-time defaults.
+NODE_METRICS = SYNTHETIC.node_metrics
+# The `-fresh` rows, labelled: a report every 2 s of 15-second means, 60 s aggregates:
+# Koordinator fresher than its scaled defaults.
 FRESH_NODE_METRICS = nodemetric.NodeMetricConfig(
     report_seconds=2, aggregate_seconds=15, durations=(60,), warm_start=True
 )
@@ -105,8 +106,6 @@ KOORDINATOR_P95 = {
     }
 }
 SOURCES = ("prometheus", "metrics-server")
-# The synthetic scenarios' timing (the trace's is bench.timescale's, scaled to trace time).
-SYNTHETIC = Timing(WATCHER_ENV, NODE_METRICS)
 T = 10.0
 
 DEFAULT_PROFILE = "ballast-lvrb"  # the chart's default profile, which the verdicts are about

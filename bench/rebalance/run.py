@@ -24,8 +24,9 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
 - koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
-  NodeMetric objects the simulator writes for its pool (koordlet's defaults: a report every 60 s
-  of 300-second means), the same CPU thresholds, its own anomaly count (5 rounds).
+  NodeMetric objects the simulator writes for its pool (koordlet's defaults, a report every 60 s
+  of 300-second means, scaled as every contender's: bench.harness.timescale), the same CPU
+  thresholds, its own anomaly count (5 rounds).
 - koord-descheduler-migration: the same LowNodeLoad evicting through Koordinator's
   MigrationController, as its own configuration does, in EvictDirectly mode (a PodMigrationJob
   per eviction, under its per-node and per-workload limits), in the full run, not --quick:
@@ -69,7 +70,6 @@ from bench.harness.timescale import Timing
 from sandbox.cluster.controlplane import ControlPlane
 from sandbox.cluster.namespaces import ensure_namespace
 from sandbox.cluster.nodes import NodeSpec
-from sandbox.load import nodemetric
 from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
 from sandbox.peers import descheduler
 from sandbox.peers.koordinator import descheduler as koord_descheduler
@@ -141,17 +141,17 @@ HOT_BACKGROUND = (80.0, 90.0)
 DRIFT_FACTOR = 3.0
 DRIFTING = 2  # workloads whose use triples in "drift"
 HOT_NODES = 2  # nodes whose background jumps in "hot-start"
-RAMP_SECONDS = 10.0
+RAMP_SECONDS = timescale.SYNTHETIC_RAMP
 SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
 BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
 PLACE_TIMEOUT = 120.0  # seconds for a pool's pods to be placed
-INTERVAL = DEPLOYED.interval  # every rebalancer's round period: Ballast's as the chart deploys it
-WATCHER_ENV = {
-    "BALLAST_POLL_INTERVAL": "2",
-    "BALLAST_POLL_JITTER": "0",
-    "BALLAST_RATE_RANGE": "15s",
-    "BALLAST_WINDOW": "60",
-}
+INTERVAL = DEPLOYED.interval  # Ballast's round period as the chart deploys it (real time)
+# The synthetic scenarios' timing: every contender's deployed look-backs and paces over
+# timescale.SYNTHETIC_SPEED (5x: Ballast's 300 s window is 60 s), Koordinator's NodeMetrics and
+# koord-descheduler's too; the trace's is bench.timescale's at trace time.
+SYNTHETIC = timescale.synthetic_timing()
+WATCHER_ENV = SYNTHETIC.watcher_env
+ROUNDS = SYNTHETIC.rounds or INTERVAL  # every rebalancer's round period here: INTERVAL over 5
 CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[$range]))'
 SEEDS = (1, 2, 3, 4, 5)  # issue 44: at least 5 for the synthetic scenarios of the headline
 KOORD = "koord-descheduler"
@@ -161,41 +161,42 @@ KOORDS = (KOORD, KOORD_MIGRATION)  # LowNodeLoad's pools, each read from NodeMet
 # replacements too (the Deployments name it; no other scheduler runs).
 REPLACEMENTS_PLACED_BY = "Ballast's scheduler, in every pool"
 # NodeMetrics for Koordinator's pool as koordlet's defaults write them (a report every 60 s of
-# 300-second means; scaled to trace time in the trace: bench.timescale), as deployed.
-NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
-# The synthetic scenarios' timing (the trace's is bench.timescale's, scaled to trace time).
-SYNTHETIC = Timing(WATCHER_ENV, NODE_METRICS)
+# 300-second means), scaled alike: 12 s reports of 60 s means here.
+NODE_METRICS = SYNTHETIC.node_metrics
 T = 10.0
 SCRAPE = 1.0  # s: the sandbox's Prometheus scrapes the simulator's exporter every second
 
 
 def synthetic_differences() -> list[tuple[str, str, str, str]]:
     """The synthetic scenarios' settings that differ from the deployed ones: (setting,
-    deployed, here, why). The trace scales them to trace time instead (docs/trace.md)."""
-    env = WATCHER_ENV
-    poll, window = float(env["BALLAST_POLL_INTERVAL"]), float(env["BALLAST_WINDOW"])
+    deployed, here, why). Every contender's look-backs and paces are compressed alike
+    (timescale.SYNTHETIC_SPEED; docs/benchmarks.md has each); the trace scales them to trace
+    time instead (docs/trace.md)."""
+    env, speed = WATCHER_ENV, timescale.SYNTHETIC_SPEED
+    window = float(env["BALLAST_WINDOW"])
     deployed_poll = float(chart.values()["watcher"]["pollInterval"])
     # When a node stepping from LOW to DRIFT_TARGET has its window's average cross HIGH.
     crossing = (HIGH - LOW) / (DRIFT_TARGET - LOW)
+    scrape = timescale.setting("Prometheus", "scrape interval", timescale.SYNTHETIC_SETTINGS)
     return [
-        ("watcher poll interval", f"{deployed_poll:g} s (the chart)", f"{poll:g} s",
-         f"every {INTERVAL:g} s round reads a fresh poll, and the window holds "
-         f"{window / poll:g} polls (deployed {watcher_defaults.WINDOW / deployed_poll:g})"),
-        ("watcher poll jitter", f"{watcher_defaults.POLL_JITTER:g} s",
-         f"{env['BALLAST_POLL_JITTER']} s", "polls on a fixed beat, the same in every seed"),
-        ("watcher rate range", watcher_defaults.RATE_RANGE, env["BALLAST_RATE_RANGE"],
-         f"irate reads the last two scrapes in it: {SCRAPE:g} s scrapes here, "
-         f"{timescale.SCRAPE:g} s deployed (kube-prometheus)"),
-        ("watcher window (what `avg` and `p95` read)", f"{watcher_defaults.WINDOW:g} s",
-         f"{window:g} s",
+        ("every contender's look-backs and paces (docs/benchmarks.md's table): the watcher's "
+         "window, poll and rate range, the rebalancers' rounds and fetches, koordlet's reports "
+         "and means, koord-descheduler's anomaly timeout, the scheduler's runtime settings",
+         f"deployed (the chart's: poll {deployed_poll:g} s, window "
+         f"{watcher_defaults.WINDOW:g} s, rounds {INTERVAL:g} s)",
+         f"deployed / {speed:g} (poll {env['BALLAST_POLL_INTERVAL']} s, window {window:g} s, "
+         f"rate range {env['BALLAST_RATE_RANGE']}, rounds {ROUNDS:g} s)",
          f"a node stepping from {LOW:g} to {DRIFT_TARGET:g} % has its average over high "
          f"{crossing * watcher_defaults.WINDOW:g} s later with the deployed window, after the "
-         f"{SCENARIOS['drift'].observe:g} s observed; {crossing * window:g} s here"),
-        ("rebalancer cooldown (0: the window)", f"{watcher_defaults.WINDOW:g} s",
-         f"{window:g} s", "follows the window: a node rests until it holds no sample from "
-         "before the eviction"),
+         f"{SCENARIOS['drift'].observe:g} s observed; {crossing * window:g} s here. One "
+         "compression for every contender: none looks back further than another does deployed"),
+        ("watcher poll jitter", f"{watcher_defaults.POLL_JITTER:g} s",
+         f"{env['BALLAST_POLL_JITTER']} s", "polls on a fixed beat, the same in every seed"),
         ("Prometheus scrape interval", f"{timescale.SCRAPE:g} s (kube-prometheus)",
-         f"{SCRAPE:g} s", "the rate range holds several scrapes"),
+         f"{scrape.wall:g} s", f"not {timescale.SCRAPE / speed:g} s: {scrape.fixed}"),
+        ("the pods' ramp to their use", "a container's start",
+         f"{RAMP_SECONDS:g} s ({RAMP_SECONDS * speed:g} s deployed)",
+         "the scenarios' own; their settle times are built on it"),
     ]  # fmt: skip
 
 
@@ -251,7 +252,8 @@ SCENARIOS = {
     )
 }
 # `--quick`: every scenario once, shorter (a rebalancer acts within about a minute of a node
-# going hot: three 10 s rounds after the watcher's 15 s rate range sees it).
+# going hot: its window's average rising over high, then three fresh observations or
+# koord-descheduler's five 2 s rounds).
 QUICK_TIMES = {"drift": 80.0, "hot-start": 80.0, "stable": 60.0, "trace": 100.0}
 QUICK_SETTLE, QUICK_BEFORE = 10.0, 10.0
 QUICK = {
@@ -533,11 +535,16 @@ def ballast_setup(interval: float = INTERVAL) -> dict[str, Any]:
 
 
 def _start_rebalancer(
-    plane: ControlPlane, watcher_url: str, work: Path, contender: str, interval: float
+    plane: ControlPlane,
+    watcher_url: str,
+    work: Path,
+    contender: str,
+    interval: float,
+    flags: tuple[str, ...] = (),
 ) -> int:
     doc = rebalancer_config(watcher_url, contender, interval)
     argv, port = ballast_argv(plane, work, contender, "rebalancer", doc, "--listen")
-    _start_process(plane, _process(contender), argv, port)
+    _start_process(plane, _process(contender), [*argv, *flags], port)
     return port
 
 
@@ -895,7 +902,7 @@ def start_rebalancers(
     interval = timing.rounds or INTERVAL
     for c in contenders:
         if c in REBALANCERS:
-            _start_rebalancer(plane, watcher_url, work, c, interval)
+            _start_rebalancer(plane, watcher_url, work, c, interval, timing.rebalancer_flags)
     if "descheduler" in contenders:
         doc = descheduler.policy(
             descheduler_query(timing),
@@ -1003,11 +1010,12 @@ def document(
             "drift_factor": DRIFT_FACTOR,
             "high": HIGH,
             "low": LOW,
-            "interval": INTERVAL,
+            "interval": ROUNDS,
             "watcher": WATCHER_ENV,
             "descheduler_query": descheduler_query(SYNTHETIC),
             "timing": SYNTHETIC.record(),
-            **ballast_setup(),
+            "compression": timescale.synthetic_record(),
+            **ballast_setup(ROUNDS),
             "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},

@@ -137,7 +137,9 @@ def test_the_rounds_benchmark_judges_with_the_chart_s_profile():
 def test_results_record_the_configs_that_ran():
     setup = rb.document([], [1], ["drift"], ["none", "ballast"], 0)["setup"]
     assert setup["scheduler_config"] == rb.scheduler_config("http://watcher")
-    assert setup["rebalancer_config"] == rb.rebalancer_config("http://watcher")
+    # The synthetic scenarios' rounds: the chart's 10 s over their 5x compression.
+    assert setup["rebalancer_config"] == rb.rebalancer_config("http://watcher", interval=rb.ROUNDS)
+    assert setup["rebalancer_config"]["rebalancer"]["interval"] == "2s"
     assert setup["overlays"] == chart.OVERLAYS
     traced = rb.ballast_setup(trace.TIMING.rounds)["rebalancer_config"]["rebalancer"]
     assert traced["interval"] == f"{trace.TIMING.rounds:g}s"

@@ -113,7 +113,9 @@ def test_koord_migration_is_in_the_full_run_not_quick_and_runs_scaled_in_the_tra
     args = profile["pluginConfig"][0]["args"]
     assert args["defaultJobMode"] == "EvictDirectly"  # Ballast's scheduler places replacements
     assert args["namespaces"] == {"include": [rebalance.namespace(migration)]}
-    assert "defaultJobTTL" not in args  # the synthetic scenarios: real time, its defaults
+    # The synthetic scenarios: its 5-minute defaults over their 5x compression.
+    assert args["defaultJobTTL"] == "60s"
+    assert args["objectLimiters"] == {"workload": {"duration": "60s"}}
     assert doc["nodeSelector"] == {"matchLabels": {rebalance.POOL_LABEL: migration}}
     traced = rebalance.koord_config("/k", migration, trace.TIMING)
     args = traced["profiles"][0]["pluginConfig"][0]["args"]

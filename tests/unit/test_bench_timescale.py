@@ -1,5 +1,7 @@
 """Trace time faithful to deployment (issue 44 item 1): every contender's look-back and pace,
-read in trace time, within one trace step of what it is deployed; the docs' table is the code's."""
+read in trace time, within one trace step of what it is deployed; in the synthetic scenarios,
+every contender compressed alike (deployed / 5, within one watcher poll); the docs' tables are
+the code's."""
 
 from __future__ import annotations
 
@@ -11,14 +13,24 @@ import pytest
 
 from bench.harness import timescale as ts
 from bench.placement import run as placement
+from bench.rebalance import run as rebalance
+from sandbox.load.nodemetric import NodeMetricConfig
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+# The synthetic scenarios' settings before they were compressed alike (2026-11-28): Ballast's
+# watcher at a 60 s window, 2 s polls, 15 s rates, rounds every 10 s; Koordinator at koordlet's
+# real-time defaults (60 s reports of 300 s means, LoadAware's 180 s expiry, a 60 s anomaly
+# timeout).
+OLD_WATCHER = {"BALLAST_POLL_INTERVAL": "2", "BALLAST_POLL_JITTER": "0",
+               "BALLAST_RATE_RANGE": "15s", "BALLAST_WINDOW": "60"}  # fmt: skip
+OLD_SYNTHETIC = ts.Timing(OLD_WATCHER, NodeMetricConfig(warm_start=True), rounds=10.0)
 # What the peers' binaries fix in real time; a new one must be named here, and in the table.
 FIXED = {
     ("Trimaran", "watcher fetch"),
     ("Trimaran", "recently bound pods"),
     ("load-watcher", "fetch"),
     (ts.MIGRATION, "requeue of a job evicting"),
+    ("Ballast rebalancer", "provider_lag"),
 }
 
 
@@ -60,7 +72,7 @@ def test_the_trace_scenarios_run_every_setting_within_one_step(bench):
 def test_the_old_replay_fails_the_check():
     # Before issue 44: the synthetic scenarios' settings (300 s window, 2 s NodeMetric reports
     # of 15 s means) under a replay of one step every 2 s.
-    old = ts.effective(placement.SYNTHETIC, 2.0)
+    old = ts.effective(replace(OLD_SYNTHETIC, rounds=None), 2.0)
     off = {(s.contender, s.name) for s in old if s.steps_off > 1.0}
     assert ("Ballast watcher", "window") in off
     assert ("Ballast scheduler", "--recent-max-age") in off
@@ -90,3 +102,75 @@ def test_the_peak_models_look_backs_are_run_scaled():
     flags = tuple(f for f in timing.scheduler_flags if not f.startswith("--pod-usage"))
     old = ts.effective(replace(timing, watcher_env=env, scheduler_flags=flags), ts.STEP_WALL)
     assert {(s.contender, s.name) for s in old if s.steps_off > 1.0} == PEAK_MODEL
+
+
+# -- the synthetic scenarios: one compression, every contender ---------------------------------
+POLL = ts.synthetic_poll()
+
+
+@pytest.mark.parametrize(
+    "s", [s for s in ts.SYNTHETIC_SETTINGS if not s.fixed], ids=lambda s: f"{s.contender} {s.name}"
+)
+def test_every_synthetic_setting_within_one_poll_of_deployed_over_5(s):
+    assert s.speed == ts.SYNTHETIC_SPEED
+    assert s.wall_off <= POLL, f"{s.contender} {s.name}: {s.wall:g} s"
+
+
+def test_the_compression_is_ballasts_window():
+    window = ts.setting("Ballast watcher", "window", ts.SYNTHETIC_SETTINGS)
+    assert (window.deployed, window.wall) == (300.0, 60.0)
+    assert ts.SYNTHETIC_SPEED == 5.0 and POLL == 3.0
+    # What the synthetic scenarios leave unscaled are the binaries' constants, the sandbox's
+    # scrape and the scenarios' ramp, each named.
+    unscaled = {(s.contender, s.name) for s in ts.SYNTHETIC_SETTINGS if s.fixed}
+    assert unscaled == FIXED | set(ts.SYNTHETIC_UNSCALED)
+
+
+@pytest.mark.parametrize("bench", [placement, rebalance], ids=["placement", "rebalance"])
+def test_the_synthetic_scenarios_run_every_look_back_within_one_poll(bench):
+    assert bench.RAMP_SECONDS == ts.SYNTHETIC_RAMP
+    settings = ts.effective_at(bench.SYNTHETIC, ts.SYNTHETIC_SPEED)
+    assert len(settings) >= 25  # every scalable look-back and pace is read back
+    off = [(s.contender, s.name, s.wall) for s in settings if s.wall_off > POLL]
+    assert off == []
+    looks = {(s.contender, s.name) for s in settings if s.kind == ts.LOOK_BACK}
+    assert ("Koordinator (koordlet)", "aggregateDurationSeconds") in looks
+    assert ("koord-descheduler", "anomalyCondition.timeout") in looks
+
+
+def test_koordinator_is_scaled_as_ballast_in_the_synthetic_scenarios():
+    nm = rebalance.SYNTHETIC.node_metrics
+    assert (nm.report_seconds, nm.aggregate_seconds, nm.durations) == (12.0, 60.0, (60, 120, 360))
+    assert nm == placement.SYNTHETIC.node_metrics
+    doc = rebalance.koord_config("/k", rebalance.KOORD, rebalance.SYNTHETIC)
+    args = doc["profiles"][0]["pluginConfig"][1]["args"]
+    assert args["anomalyCondition"]["timeout"] == "12s"
+    assert args["nodeMetricExpirationSeconds"] == 36
+    assert doc["deschedulingInterval"] == "2s"
+    assert placement.SYNTHETIC.load_aware_args == {"nodeMetricExpirationSeconds": 36}
+    assert rebalance.descheduler_query(rebalance.SYNTHETIC).endswith("[12s]))")
+
+
+def test_the_old_synthetic_settings_fail_the_check():
+    # Koordinator's real-time defaults against Ballast's compressed window: a straw man (0
+    # evictions of koord-descheduler in drift, every seed of the last full run before).
+    old = ts.effective_at(OLD_SYNTHETIC, ts.SYNTHETIC_SPEED)
+    off = {(s.contender, s.name) for s in old if s.wall_off > POLL}
+    assert {("Koordinator (koordlet)", "aggregateDurationSeconds"),
+            ("Koordinator (koordlet)", "reportIntervalSeconds"),
+            ("Koordinator LoadAware", "nodeMetricExpirationSeconds"),
+            ("koord-descheduler", "anomalyCondition.timeout"),
+            ("koord-descheduler", "deschedulingInterval")} <= off  # fmt: skip
+    assert ("Ballast watcher", "window") not in off
+
+
+def test_results_record_the_compression():
+    for doc in (ts.synthetic_record(),):
+        assert doc["speed"] == ts.SYNTHETIC_SPEED
+        koordlet = [s for s in doc["settings"] if s["contender"] == "Koordinator (koordlet)"]
+        assert {s["setting"]: s["wall"] for s in koordlet}["aggregateDurationSeconds"] == 60.0
+    assert rebalance.SYNTHETIC.record()["speed"] == placement.SYNTHETIC.record()["speed"] == 5.0
+
+
+def test_docs_synthetic_table_is_the_codes():
+    assert ts.synthetic_table() in (DOCS / "benchmarks.md").read_text()
