@@ -10,10 +10,9 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
-from bench.harness import chart, runguard, timescale
+from bench.harness import chart, runguard
 from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
@@ -131,14 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             "hot_background_cpu": pl.HOT_BACKGROUND,
             "ramp_seconds": pl.RAMP_SECONDS,
             "bind_wait_seconds": {"deadline": pl.BIND_DEADLINE, "quiet": pl.BIND_QUIET},
-            "watcher": pl.WATCHER_ENV,
-            "timing": pl.SYNTHETIC.record(),
-            "compression": timescale.synthetic_record(),
-            "fresh_node_metrics": asdict(pl.FRESH_NODE_METRICS),
-            "load_aware_args": {
-                "koordinator": pl.SYNTHETIC.load_aware_args,
-                "koordinator-agg": pl.SYNTHETIC.load_aware_args | pl.KOORDINATOR_P95,
-            },
+            **pl.timing_setup(),
             "source": args.source,
             "scenarios": {n: shapes[n].about for n in names},
             "contenders": {c: pl.DESCRIPTIONS[c] for c in contenders},

@@ -34,7 +34,7 @@ import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,23 @@ KOORDINATOR_P95 = {
     }
 }
 SOURCES = ("prometheus", "metrics-server")
+
+
+def timing_setup() -> dict[str, Any]:
+    """For a result's setup: the synthetic scenarios' timing as every contender ran it, the
+    compression and each setting (docs/benchmarks.md), and Koordinator's arguments."""
+    return {
+        "watcher": WATCHER_ENV,
+        "timing": SYNTHETIC.record(),
+        "compression": timescale.synthetic_record(),
+        "fresh_node_metrics": asdict(FRESH_NODE_METRICS),
+        "load_aware_args": {
+            "koordinator": SYNTHETIC.load_aware_args,
+            "koordinator-agg": SYNTHETIC.load_aware_args | KOORDINATOR_P95,
+        },
+    }
+
+
 T = 10.0
 
 DEFAULT_PROFILE = "ballast-lvrb"  # the chart's default profile, which the verdicts are about

@@ -164,12 +164,20 @@ def test_the_old_synthetic_settings_fail_the_check():
     assert ("Ballast watcher", "window") not in off
 
 
-def test_results_record_the_compression():
-    for doc in (ts.synthetic_record(),):
+def test_both_benchmarks_results_record_the_compression():
+    placed = placement.timing_setup()
+    rebalanced = rebalance.document([], [1], ["drift"], ["none", rebalance.KOORD], 0)["setup"]
+    for setup in (placed, rebalanced):
+        doc = setup["compression"]
         assert doc["speed"] == ts.SYNTHETIC_SPEED
-        koordlet = [s for s in doc["settings"] if s["contender"] == "Koordinator (koordlet)"]
-        assert {s["setting"]: s["wall"] for s in koordlet}["aggregateDurationSeconds"] == 60.0
-    assert rebalance.SYNTHETIC.record()["speed"] == placement.SYNTHETIC.record()["speed"] == 5.0
+        koordlet = {s["setting"]: s for s in doc["settings"]
+                    if s["contender"] == "Koordinator (koordlet)"}  # fmt: skip
+        assert koordlet["aggregateDurationSeconds"]["wall"] == 60.0
+        assert koordlet["aggregateDurationSeconds"]["scaled"] == 60.0
+        assert setup["timing"]["speed"] == 5.0
+        assert setup["timing"]["node_metrics"]["report_seconds"] == 12.0
+    assert placed["load_aware_args"]["koordinator"] == {"nodeMetricExpirationSeconds": 36}
+    assert rebalanced["interval"] == 2.0
 
 
 def test_docs_synthetic_table_is_the_codes():
