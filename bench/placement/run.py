@@ -140,6 +140,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
     "ballast-lvrb-threshold": ("ballast-lvrb", {}),
     AA: ("ballast-lvrb", {}),
+    # issue 45's online study (bench/placement/online.py, docs/peak-model.md): each pod at
+    # its workload's last 3 buckets' most, the requests' share beside the predicted peak
+    "ballast-peak-recent": (PEAK, {"lookBack": "recent", "requestsTerm": True, "nodePeak": False}),
 }
 EXTRA_FILTERS = {"ballast-lvrb-threshold": "LoadThreshold"}
 DESCRIPTIONS = {
@@ -502,7 +505,9 @@ def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": contender}
     base, args = VARIANTS.get(contender, (contender, {}))
     if args:
-        plugin = LOAD_VARIATION_RISK_BALANCING if base == "ballast-lvrb" else TARGET_LOAD_PACKING
+        plugin = {"ballast-lvrb": LOAD_VARIATION_RISK_BALANCING, PEAK: PEAK_FIT}.get(
+            base, TARGET_LOAD_PACKING
+        )
         profile["pluginConfig"] = [{"name": plugin, "args": args}]
     if base == "ballast-gpu":  # bench.placement.gpu: GPU pods placed by GPU load (docs/gpu.md)
         profile["plugins"] = {
