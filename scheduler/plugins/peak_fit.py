@@ -215,6 +215,8 @@ class _NodeSums:
     unmeasured: tuple[float, float]  # the figures of the pods without history, cpu, memory
     from_history: int = 0  # of the pods without history, those counted from their workload's
     raised: int = 0  # of the measured pods, those whose max their workload's day raised
+    # the means counted for the pods not measured (history or estimate), cpu, memory
+    unmeasured_mean: tuple[float, float] = (0.0, 0.0)
 
 
 class Plugin:
@@ -243,7 +245,7 @@ class Plugin:
         mean, rc = [0.0, 0.0], [0.0, 0.0]
         groups: tuple[dict[str, float], dict[str, float]] = ({}, {})
         measured = estimated = from_history = raised = 0
-        unmeasured = [0.0, 0.0]
+        unmeasured, unmeasured_mean = [0.0, 0.0], [0.0, 0.0]
         for pod in node.pods.values():
             figures = by_pod.get((pod.namespace, pod.name))
             recent = self._recent(pod, usage)
@@ -266,12 +268,14 @@ class Plugin:
                 from_history += 1
                 for r, (m, top) in enumerate(_history_figures(peak, recent is not None)):
                     mean[r] += m
+                    unmeasured_mean[r] += m
                     rc[r] += top
                     unmeasured[r] += top
             else:
                 estimated += 1
                 for r, e in enumerate(self._estimate(pod, snap)):
                     mean[r] += e
+                    unmeasured_mean[r] += e
                     rc[r] += e
                     unmeasured[r] += e
         sums = tuple(
@@ -286,6 +290,7 @@ class Plugin:
             tuple(unmeasured),  # type: ignore[arg-type]
             from_history,
             raised,
+            tuple(unmeasured_mean),  # type: ignore[arg-type]
         )
         if len(self._memo) > 2 * len(snap.nodes) + 100:  # nodes gone: forget their sums
             self._memo = {k: v for k, v in self._memo.items() if k in snap.nodes}
@@ -353,8 +358,13 @@ class Plugin:
             rc = np.array([s.sums[r].rc for s in sums])
             ss = np.array([s.sums[r].ss for s in sums])
             gstd = np.array([s.sums[r].groups.get(group, 0.0) for s in sums])
-            # beyond the pods: what a fresh window saw that no pod's mean explains
-            rest = np.where(weight >= 1.0, np.maximum(seen - mean, 0.0), 0.0)
+            # beyond the pods: what a fresh window saw that no pod's mean explains; with
+            # lookBack recent only the measured pods' (the window may not hold the others yet,
+            # and without the node term nothing else would count them: the online study's rule)
+            explained = mean
+            if a.look_back == RECENT:
+                explained = mean - np.array([s.unmeasured_mean[r] for s in sums])
+            rest = np.where(weight >= 1.0, np.maximum(seen - explained, 0.0), 0.0)
             mean, rc = mean + rest, rc + rest
             if by_node.any():
                 # no pod measured: the node's own window (mean, its deviation, its p95)

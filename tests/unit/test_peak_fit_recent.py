@@ -63,6 +63,18 @@ def test_recent_predicts_a_new_pod_and_an_unmeasured_one_from_the_last_buckets()
     assert peak_fit.parts_of(state, "n")[3][1] == pytest.approx(1800.0)
 
 
+def test_recent_does_not_take_a_pod_just_bound_out_of_what_the_window_saw():
+    # the window saw 1000m before web-a was bound (its samples do not hold it yet): web-a adds
+    # its 300m to that, it does not explain 300m of it away
+    node = make_node("n", cpu="4", memory="4Gi")
+    node.add_pod(replica("web-a"))
+    snap = snapshot([node], {"n": {"cpu": stats(25, 0)}})
+    snap.pod_usage = usage()
+    state = CycleState()
+    Plugin(RECENT).score_all(state, replica("api-new", app="api"), [node], snap)
+    assert peak_fit.parts_of(state, "n")[3][1] == pytest.approx(1000.0 + 300.0 + 170.0)
+
+
 def test_the_requests_term_keeps_pods_off_a_cool_node_whose_requests_are_full():
     # "full": idle, but its pods request 3.5 of its 4 cores; "busy": 2 cores used, nothing
     # requested. By the peak alone the pod goes to the idle node; with the requests' share
