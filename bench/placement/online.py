@@ -122,17 +122,15 @@ def placed_load(pool: Pool, node_of: Sequence[int], bound_at: Sequence[float]) -
 
 
 def history(setup: pt.Setup, contender: str) -> np.ndarray:
-    """Per workload of the window, the most one of its replicas in `contender`'s pool used in
-    each trace hour of the day before it (warm_history.py's figures, by trace hour)."""
-    per_hour = round(3600 / STEP_SECONDS)
+    """Per workload of the window, the most one of its replicas in `contender`'s pool used at
+    each trace step of the day before it (what warm_history.py seeds, before its buckets)."""
     first = setup.player.first_step
-    steps = np.arange(first - HOURS * per_hour, first)
-    out = np.zeros((len(setup.chosen), HOURS))
+    steps = np.arange(first - HOURS * round(3600 / STEP_SECONDS), first)
+    out = np.zeros((len(setup.chosen), len(steps)))
     for j, p in enumerate(setup.pods):
         found = setup.player.step_use(f"{pl.NAMESPACE}/{pl.pod_name(contender, j)}", steps)
         if found is not None:
-            hourly = found[0].reshape(HOURS, per_hour).max(axis=1)
-            out[p.deployment] = np.maximum(out[p.deployment], hourly)
+            out[p.deployment] = np.maximum(out[p.deployment], found[0])
     return out
 
 

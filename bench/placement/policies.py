@@ -129,7 +129,7 @@ def koord(known: Known, j: int, samples: int, p95: bool) -> tuple[np.ndarray, np
 
 def _day_max(known: Known) -> np.ndarray:
     """Per workload, the most one replica used over the day before."""
-    return known.history.max(axis=1)
+    return known.history.max(axis=1)  # the day's most, whatever the buckets
 
 
 def peak_prediction(known: Known, j: int, warm: bool = True) -> np.ndarray:
@@ -199,21 +199,21 @@ def _rest(known: Known) -> np.ndarray:
 
 def _hours(known: Known, ahead: int) -> slice:
     h = known.hour_of_day
-    return slice(h, min(h + ahead, known.history.shape[1]))
+    return slice(h, min(h + ahead, HOURS))
 
 
 def tod_profile(known: Known, j: int, ahead: int, own: bool = False) -> np.ndarray:
     """node x coming hour: the predicted CPU with pod j, each pod at its workload's max that
     hour of the day before (with `own`, at least its own max of the last trace hour)."""
-    hours = _hours(known, ahead)
-    per_pod = known.history[np.maximum(known.workload, 0), hours]  # pod x hour
+    hours, hourly = _hours(known, ahead), known.hourly
+    per_pod = hourly[np.maximum(known.workload, 0), hours]  # pod x hour
     if own and known.pods.shape[1]:
         last = known.pods[:, -int(known.hour) :].max(axis=1)
         per_pod = np.maximum(per_pod, last[:, None])
     bound = known.node_of >= 0
     out = np.zeros((len(known.capacity), per_pod.shape[1]))
     np.add.at(out, known.node_of[bound], per_pod[bound])
-    return out + _rest(known)[:, None] + known.history[known.workload[j], hours][None, :]
+    return out + _rest(known)[:, None] + hourly[known.workload[j], hours][None, :]
 
 
 def tod_peak(known: Known, j: int, ahead: int, own: bool = False, fit: bool = False,
@@ -222,16 +222,18 @@ def tod_peak(known: Known, j: int, ahead: int, own: bool = False, fit: bool = Fa
     return _lowest(predicted, known, j, fit, limit)
 
 
-def workload_buckets(known: Known, buckets: int) -> np.ndarray:
-    """Per workload, the most one replica used in the current trace hour and the `buckets` - 1
-    before it, as the watcher's workload history keeps them (one maximum per hour bucket):
-    the day before's for the hours before the window, its replicas' samples after."""
-    current = known.hour_of_day
-    first = current - buckets + 1
-    out = known.history[:, HOURS + first :].max(axis=1) if first < 0 else (
-        np.zeros(len(known.history)))  # fmt: skip
-    since = int(max(first, 0) * known.hour)
-    seen = known.now - since
+def workload_buckets(known: Known, buckets: int, phase: int = 0) -> np.ndarray:
+    """Per workload, the most one replica used in the current hour bucket and the `buckets` - 1
+    before it, as the watcher's workload history keeps them: the day before's steps for the
+    part before the window, its replicas' samples after. The buckets start with the window's
+    first step, or `phase` trace steps before it (the watcher's are on the wall clock's
+    minutes, whatever the window's start)."""
+    per_hour = known.history.shape[1] // HOURS
+    step = known.hour / per_hour  # wall seconds a trace step lasts
+    current = (int((known.now / step + phase) // per_hour) * per_hour) - phase
+    start = current - (buckets - 1) * per_hour  # in trace steps from the window's start
+    out = known.history[:, start:].max(axis=1) if start < 0 else np.zeros(len(known.history))
+    seen = known.now - int(max(start, 0) * step)
     bound = np.flatnonzero(known.node_of >= 0)
     if seen > 0 and len(bound):
         recent = known.pods[bound, known.pods.shape[1] - seen :].max(axis=1)
@@ -240,13 +242,13 @@ def workload_buckets(known: Known, buckets: int) -> np.ndarray:
 
 
 def recent_peak(known: Known, j: int, buckets: int, fit: bool | str = False,
-                node: bool = False, limit: str = "",
-                whole: bool | str = False) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                node: bool = False, limit: str = "", whole: bool | str = False,
+                phase: int = 0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Each pod at its workload's most over the last `buckets` hours (`workload_buckets`),
     summed with what no pod explains (with `node`, at least the node's own most over them
     plus the pods it has not seen); `whole` scores in whole points as a plugin does: True,
     0..100 from the predicted room; "spread", the nodes' range spread over 0..100."""
-    figure = workload_buckets(known, buckets)
+    figure = workload_buckets(known, buckets, phase)
     per_pod = np.where(known.workload >= 0, figure[np.maximum(known.workload, 0)], 0.0)
     new = figure[known.workload[j]]
     predicted = _rest(known) + _on_node(per_pod, known) + new
@@ -344,6 +346,14 @@ POLICIES: dict[str, Policy] = {
     "recent-3-fit-spread-strict": partial(
         recent_peak, buckets=3, fit=True, whole="spread", limit="strict"
     ),
+    # the buckets 15, 30 and 45 trace minutes out of step with the window's start, as the
+    # watcher's (on the wall clock) are in a benchmark run
+    **{
+        f"recent-3-fit-spread-phase-{5 * k}": partial(
+            recent_peak, buckets=3, fit=True, whole="spread", phase=k
+        )
+        for k in (3, 6, 9)
+    },
 }
 # Policies that need the pool itself (not deployable): name -> maker, per replay.
 ORACLES: dict[str, Callable[[Pool], Policy]] = {

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from watcher.rows import HOURS
+
 # Seconds of node samples the watcher holds before the first wave (the stack ran before it):
 # the pool's background only, no pod bound yet.
 PRE = 30
@@ -25,7 +27,7 @@ class Pool:
     requests: np.ndarray  # pod x 2: CPU m, memory bytes
     arrival: np.ndarray  # per pod, the second its wave was created
     workload: np.ndarray  # per pod, its workload's index
-    history: np.ndarray  # workload x HOURS: most one replica used per trace hour, the day before
+    history: np.ndarray  # workload x trace step of the day before: the most one replica used
     seconds: int  # the measured series' length
     pre: int = PRE
     ramp: float = 5.0  # wall seconds a pod takes to reach its use
@@ -47,7 +49,13 @@ class Known:
     bound_at: np.ndarray  # per pod, the second it was bound, nan when not
     requests: np.ndarray  # pod x 2, of arrived pods (0 for the rest)
     workload: np.ndarray  # per pod (arrived ones; -1 for the rest)
-    history: np.ndarray  # workload x HOURS, the day before the window
+    history: np.ndarray  # workload x trace step of the day before the window
+
+    @property
+    def hourly(self) -> np.ndarray:
+        """workload x trace hour of the day before: the history in the watcher's buckets (one
+        maximum an hour, aligned with the window's start)."""
+        return self.history.reshape(len(self.history), HOURS, -1).max(axis=2)
 
     @property
     def hour_of_day(self) -> int:
