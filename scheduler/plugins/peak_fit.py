@@ -82,7 +82,8 @@ RC_LIKE, N_SIGMA, NODE_PEAK = "rc-like", "n-sigma", "node-peak"
 # "" -> where the pod's figures came from.
 PARTS = NAME + ".parts"
 PART_FIELDS = (
-    "peak", "rcLike", "nSigma", "mean", "sigma", "podShare", "allocatable", "nodePeak"
+    "peak", "rcLike", "nSigma", "mean", "sigma", "podShare", "allocatable", "nodePeak",
+    "requested",  # with `requestsTerm`: the node's requests with the pod's (else 0)
 )  # fmt: skip
 _MEMO = NAME + ".sums"  # on the plugin: node name -> (key, sums)
 OVER_LIMIT = "node(s) would pass the predicted peak limit"
@@ -346,6 +347,7 @@ class Plugin:
         n = len(nodes)
         by_node = np.array([s.mode == NODE for s in sums], dtype=bool)
         peaks, capacity = np.zeros((n, 2)), np.zeros((n, 2))
+        asked = requested_with(pod, nodes) if a.requests_term else np.zeros((n, 2))
         table = np.zeros((n, 2, len(PART_FIELDS)))
         for r, resource in enumerate(RESOURCES):
             capacity[:, r] = [node.allocatable.get(resource, 0) for node in nodes]
@@ -410,6 +412,7 @@ class Plugin:
                     peak - before,
                     capacity[:, r],
                     node_term,
+                    asked[:, r],
                 ]
             )
         kept = state.setdefault(PARTS, {})
@@ -425,7 +428,7 @@ class Plugin:
             return []
         peaks, capacity = self.predict_all(state, pod, nodes, snap)
         if self.args.requests_term:
-            share = requests_share(peaks, capacity, pod, nodes).max(axis=1)
+            share = requests_share(peaks, capacity, requested_with(pod, nodes)).max(axis=1)
             return go_round_array(spread_scores(share)).astype(np.int64).tolist()
         per_resource = scores_from(peaks, capacity)
         return go_round_array(per_resource.min(axis=1)).astype(np.int64).tolist()
@@ -451,17 +454,19 @@ class Plugin:
         return self.filter_all(state, pod, [node], snap).get(0, Status.success())
 
 
-def requests_share(
-    peaks: np.ndarray, capacity: np.ndarray, pod: PodInfo, nodes: list[NodeInfo]
-) -> np.ndarray:
-    """nodes x 2 (CPU, memory): the larger of the predicted peak's and the requests' share of
-    allocatable with the pod (inf for none). The study's reason: pods placed by their peak
-    alone leave the requests of the coolest nodes full, and the last to arrive fit only on hot
-    ones (a clairvoyant online placement: 65 node-s without, 17 with)."""
-    asked = np.array(
+def requested_with(pod: PodInfo, nodes: list[NodeInfo]) -> np.ndarray:
+    """nodes x 2 (CPU, memory): each node's requests with the pod's."""
+    return np.array(
         [[node.requested.get(r, 0) + pod.requests.get(r, 0) for r in RESOURCES] for node in nodes],
         dtype=float,
     ).reshape(len(nodes), 2)
+
+
+def requests_share(peaks: np.ndarray, capacity: np.ndarray, asked: np.ndarray) -> np.ndarray:
+    """nodes x 2 (CPU, memory): the larger of the predicted peak's and the requests' (`asked`)
+    share of allocatable (inf for none). The study's reason: pods placed by their peak alone
+    leave the requests of the coolest nodes full, and the last to arrive fit only on hot ones
+    (a clairvoyant online placement: 65 node-s without, 17 with)."""
     share = np.maximum(peaks, asked) / np.where(capacity > 0, capacity, 1.0)
     return np.where(capacity > 0, share, np.inf)
 
