@@ -241,14 +241,29 @@ def workload_buckets(known: Known, buckets: int, phase: int = 0) -> np.ndarray:
     return out
 
 
+def workload_last(known: Known, hours: float) -> np.ndarray:
+    """Per workload, the most one replica used over exactly the last `hours` trace hours, at
+    the trace's resolution (what finer buckets than an hour would keep): no phase."""
+    span = hours * known.hour
+    per_hour = known.history.shape[1] // HOURS
+    before = int(np.ceil((span - known.now) / (known.hour / per_hour)))  # steps of the day before
+    out = known.history[:, -before:].max(axis=1) if before > 0 else np.zeros(len(known.history))
+    seen = min(int(span), known.now)
+    bound = np.flatnonzero(known.node_of >= 0)
+    if seen > 0 and len(bound):
+        recent = known.pods[bound, known.pods.shape[1] - seen :].max(axis=1)
+        np.maximum.at(out, known.workload[bound], recent)
+    return out
+
+
 def recent_peak(known: Known, j: int, buckets: int, fit: bool | str = False,
                 node: bool = False, limit: str = "", whole: bool | str = False,
-                phase: int = 0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                phase: int = 0, hours: float = 0.0) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Each pod at its workload's most over the last `buckets` hours (`workload_buckets`),
     summed with what no pod explains (with `node`, at least the node's own most over them
     plus the pods it has not seen); `whole` scores in whole points as a plugin does: True,
     0..100 from the predicted room; "spread", the nodes' range spread over 0..100."""
-    figure = workload_buckets(known, buckets, phase)
+    figure = workload_last(known, hours) if hours else workload_buckets(known, buckets, phase)
     per_pod = np.where(known.workload >= 0, figure[np.maximum(known.workload, 0)], 0.0)
     new = figure[known.workload[j]]
     predicted = _rest(known) + _on_node(per_pod, known) + new
@@ -354,6 +369,9 @@ POLICIES: dict[str, Policy] = {
         )
         for k in (3, 6, 9)
     },
+    # exactly the last 2 or 2.5 hours, whatever the phase (not what the watcher keeps)
+    "recent-2h-fit-spread": partial(recent_peak, buckets=0, hours=2, fit=True, whole="spread"),
+    "recent-2.5h-fit-spread": partial(recent_peak, buckets=0, hours=2.5, fit=True, whole="spread"),
 }
 # Policies that need the pool itself (not deployable): name -> maker, per replay.
 ORACLES: dict[str, Callable[[Pool], Policy]] = {
