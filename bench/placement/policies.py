@@ -21,22 +21,29 @@ also score memory, which the trace's pods barely use), no other score plugin bes
   9ba285c): pods unmeasured are the estimator's (profile, else 85 % of the request).
 
 Candidates, each using the same knowledge:
+- `requests`: the least requested share of CPU or memory, no load data.
 - `peak-over`: `peak` scored by the predicted peak itself, unclamped: saturated nodes ranked by
   how far over.
-- `tod-peak-H`: each pod (on the node and the new one) at its workload's most in the coming H
-  trace hours of the day before at the same time of day, rather than its whole day's max, summed
-  with what no pod explains; score: the lowest predicted peak.
+- `tod-peak-2`: each pod (on the node and the new one) at its workload's most in the coming 2
+  trace hours of the day before at the same time of day, rather than its whole day's max,
+  summed with what no pod explains; score: the lowest predicted peak.
 - `tod-overflow`: per coming trace hour (to the window's end, 4) the node's predicted use, each
   pod at its workload's max that hour of the day before: the fewest predicted point-hours over
   capacity, then the lowest predicted peak (time of day kept: two pods peaking at different
   hours do not add).
-- `tod-own-H`: `tod-peak-H` with each measured pod at least its own max of the last trace hour
-  (today's level where it runs above yesterday's).
-- `*-spill` / `*-strict`: a filter refusing nodes predicted past 100 % of allocatable while
-  another stays under (spill over), or whatever the others (pods wait).
+- `recent-K`: each pod at its workload's most in the current hour bucket and the K - 1 before
+  it (the day before's steps, then its replicas' samples), summed with what no pod explains;
+  `-phase-M`: the buckets M trace minutes out of step with the window's start; `recent-Hh`:
+  exactly the last H hours, no buckets; `-node`: at least the node's own most over them.
+- `*-fit`: ranked by the larger of the predicted peak's and the requests' share of allocatable
+  (`requested`; `-l2`: their Euclidean norm); `-whole`: in whole points 0..100 of the room left;
+  `-spread`: in whole points spread over the nodes' own range (PeakFit's `requestsTerm`).
+- `*-strict`: a filter refusing nodes predicted past 100 % of allocatable whatever the others
+  (pods wait).
 - `clairvoyant`: NOT deployable, a bound: knows every pod's use to come (the simulator's own),
   places each on arrival where it adds the fewest node-seconds over 100 %, then the lowest
-  peak. What placing pods one at a time as they arrive can reach with a perfect predictor.
+  peak (`-fit`: then the larger of that peak's and the requests' share). What placing pods one
+  at a time as they arrive can reach with a perfect predictor.
 """
 
 from __future__ import annotations
@@ -202,23 +209,20 @@ def _hours(known: Known, ahead: int) -> slice:
     return slice(h, min(h + ahead, HOURS))
 
 
-def tod_profile(known: Known, j: int, ahead: int, own: bool = False) -> np.ndarray:
+def tod_profile(known: Known, j: int, ahead: int) -> np.ndarray:
     """node x coming hour: the predicted CPU with pod j, each pod at its workload's max that
-    hour of the day before (with `own`, at least its own max of the last trace hour)."""
+    hour of the day before."""
     hours, hourly = _hours(known, ahead), known.hourly
     per_pod = hourly[np.maximum(known.workload, 0), hours]  # pod x hour
-    if own and known.pods.shape[1]:
-        last = known.pods[:, -int(known.hour) :].max(axis=1)
-        per_pod = np.maximum(per_pod, last[:, None])
     bound = known.node_of >= 0
     out = np.zeros((len(known.capacity), per_pod.shape[1]))
     np.add.at(out, known.node_of[bound], per_pod[bound])
     return out + _rest(known)[:, None] + hourly[known.workload[j], hours][None, :]
 
 
-def tod_peak(known: Known, j: int, ahead: int, own: bool = False, fit: bool = False,
+def tod_peak(known: Known, j: int, ahead: int, fit: bool = False,
              limit: str = "") -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    predicted = tod_profile(known, j, ahead, own).max(axis=1) / known.capacity
+    predicted = tod_profile(known, j, ahead).max(axis=1) / known.capacity
     return _lowest(predicted, known, j, fit, limit)
 
 
@@ -295,11 +299,8 @@ def tod_overflow(known: Known, j: int, limit: str = "") -> tuple[np.ndarray, np.
 
 
 def _limit(predicted: np.ndarray, mode: str) -> np.ndarray:
-    """The filter: nodes predicted past allocatable refused (`spill`: unless all are)."""
-    under = predicted <= 1.0
-    if mode == "strict" or (mode == "spill" and under.any()):
-        return under
-    return np.ones(len(predicted), dtype=bool)
+    """The filter (`strict`): nodes predicted past allocatable refused, pods wait."""
+    return predicted <= 1.0 if mode == "strict" else np.ones(len(predicted), dtype=bool)
 
 
 def requested(known: Known, j: int) -> np.ndarray:
