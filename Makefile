@@ -190,7 +190,7 @@ bench-peaks: $(VENV)/.bench-installed
 # hot-start, stable and the trace; builds the descheduler and Koordinator into .cache/ on first use.
 # BENCH_ARGS="--seeds 1" for one seed; BENCH_ARGS=--quick: one seed of every scenario shortened,
 # five contenders (about 12 minutes, an estimate printed by its --help). In full: 5 seeds, the
-# trace's 6 windows, seven contenders, about 130 minutes by the same estimate (issue 44: 150).
+# trace's 6 windows, eight contenders, about 133 minutes by the same estimate (issue 44: 150).
 bench-rebalance: sandbox-build $(VENV)/.bench-installed
 	$(PY) -m bench.rebalance $(BENCH_ARGS)
 

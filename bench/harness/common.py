@@ -267,6 +267,7 @@ COLORS = {
     "ballast-latest": "#5aae61",
     "descheduler": "#c51b7d",
     "koord-descheduler": "#e08214",
+    "koord-descheduler-migration": "#b35806",
 }
 
 

@@ -71,6 +71,13 @@ KOORDLET_REPORT, KOORDLET_MEAN, KOORDLET_DURATIONS = 60.0, 300.0, (300.0, 600.0,
 LOAD_AWARE_EXPIRATION = 180.0
 # koord-descheduler's anomalyCondition.timeout default (LowNodeLoadArgs).
 KOORD_ANOMALY_TIMEOUT = 60.0
+# Its MigrationController's (MigrationControllerArgs defaults; controllers/migration): a job fails
+# 5 minutes after it is made, a workload's pods are evicted at most its limit per 5 minutes, the
+# arbitrator admits jobs every 500 ms, 10 evictions a second (Koordinator's configuration), and
+# a job waiting on its eviction is looked at again 3 s later (a constant).
+MIGRATION = "koord-descheduler MigrationController"
+MIGRATION_TTL, MIGRATION_LIMITER, MIGRATION_ARBITRATION = 300.0, 300.0, 0.5
+MIGRATION_EVICT_GAP, MIGRATION_REQUEUE = 0.1, 3.0
 # The pace of every rebalancer's rounds: Ballast's default interval, given to all of them so their
 # rounds pair (the descheduler and koord-descheduler deployed run as often as they are told).
 ROUNDS = _REBALANCER.interval
@@ -136,6 +143,20 @@ SETTINGS: tuple[Setting, ...] = (
             scaled(ROUNDS, FASTEST_POLL)),
     Setting("koord-descheduler", "anomalyCondition.timeout", LOOK_BACK, KOORD_ANOMALY_TIMEOUT,
             "LowNodeLoadArgs default", scaled(KOORD_ANOMALY_TIMEOUT, FASTEST_POLL)),
+    # Floored at three requeues: a job sees its pod gone one requeue after evicting it, and must
+    # before it times out, with room for a busy machine (0.8 steps off).
+    Setting(MIGRATION, "defaultJobTTL", LOOK_BACK, MIGRATION_TTL,
+            "MigrationControllerArgs default", scaled(MIGRATION_TTL, 3 * MIGRATION_REQUEUE)),
+    Setting(MIGRATION, "objectLimiters.workload.duration", LOOK_BACK, MIGRATION_LIMITER,
+            "MigrationControllerArgs default", scaled(MIGRATION_LIMITER)),
+    # Faster than deployed only adds work: both stay at it, well within a step.
+    Setting(MIGRATION, "arbitrationArgs.interval", PACE, MIGRATION_ARBITRATION,
+            "MigrationControllerArgs default", MIGRATION_ARBITRATION),
+    Setting(MIGRATION, "evictQPS 10: the gap between evictions", PACE, MIGRATION_EVICT_GAP,
+            "Koordinator's descheduler-config.yaml", MIGRATION_EVICT_GAP),
+    Setting(MIGRATION, "requeue of a job evicting", PACE, MIGRATION_REQUEUE,
+            "controllers/migration defaultRequeueAfter", MIGRATION_REQUEUE,
+            fixed="a constant of the MigrationController"),
     Setting("descheduler", "--descheduling-interval", PACE, ROUNDS, "as Ballast's rounds",
             scaled(ROUNDS, FASTEST_POLL)),
     Setting("simulated pods", "ramp to their use after start", PACE, 0.0,
@@ -164,6 +185,9 @@ class Timing:
     rounds: float | None = None  # every rebalancer's round period; None: the benchmark's own
     load_watcher_speed: float | None = None  # RangeProxy's factor; None: load-watcher as built
     anomaly_timeout: float | None = None  # koord-descheduler's; None: the benchmark's own
+    # The MigrationController's job TTL and workload limiter; None: its defaults.
+    migration_ttl: float | None = None
+    migration_limiter: float | None = None
 
     def record(self) -> dict[str, Any]:
         """For a result's setup: what the contenders ran with."""
@@ -175,6 +199,8 @@ class Timing:
             "rounds": self.rounds,
             "load_watcher_speed": self.load_watcher_speed,
             "anomaly_timeout": self.anomaly_timeout,
+            "migration_ttl": self.migration_ttl,
+            "migration_limiter": self.migration_limiter,
         }
 
 
@@ -188,6 +214,8 @@ def trace_timing() -> Timing:
         rounds=setting("Ballast rebalancer", "interval").wall,
         load_watcher_speed=LOAD_WATCHER_SPEED,
         anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout").wall,
+        migration_ttl=setting(MIGRATION, "defaultJobTTL").wall,
+        migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration").wall,
     )
 
 
@@ -332,6 +360,10 @@ def effective(timing: Timing, step_wall: float) -> list[Setting]:
             walls[key] = timing.rounds
     if timing.anomaly_timeout is not None:
         walls[("koord-descheduler", "anomalyCondition.timeout")] = timing.anomaly_timeout
+    walls[(MIGRATION, "defaultJobTTL")] = timing.migration_ttl or MIGRATION_TTL
+    walls[(MIGRATION, "objectLimiters.workload.duration")] = (
+        timing.migration_limiter or MIGRATION_LIMITER
+    )
     speed = STEP_SECONDS / step_wall
     return [replace(setting(*key), wall=wall, speed=speed) for key, wall in walls.items()]
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.harness import runguard
+from bench.harness import chart, runguard
 from bench.harness.common import redraw, redraw_option, scenario_table
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
@@ -138,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
             "source": args.source,
             "scenarios": {n: shapes[n].about for n in names},
             "contenders": {c: pl.DESCRIPTIONS[c] for c in contenders},
+            # Ballast's rows as they ran: the chart's profile or a variant of it, under the
+            # overlays (bench.harness.chart); percentageOfNodesToScore the chart's.
+            "ballast_profiles": {
+                c: pl.ballast_profile(c) for c in contenders if c.startswith("ballast-")
+            },
+            "overlays": chart.OVERLAYS,
         },
         "feasibility": pl.feasibility(
             [n for n in names if n != "trace"], seeds, args.nodes, shapes

@@ -299,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             "inference": {"util": INFERENCE[0], "memory_gib": INFERENCE[1]},
             "seeds": seeds,
             "contenders": {c: pl.DESCRIPTIONS[c] for c in contenders},
+            # GpuLoad added to the chart's profile, as it ran (bench.harness.chart's overlays)
+            "ballast_profile": pl.ballast_profile("ballast-gpu"),
         },
         "summary": summary,
         "goals": goals(summary),

@@ -27,6 +27,7 @@ kubelets, which the simulator feeds the same seeded load) instead of Prometheus;
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 import statistics
@@ -40,6 +41,7 @@ from typing import Any
 import requests
 from kubernetes import client
 
+from bench.harness import chart
 from bench.harness.common import RESULTS_DIR, BindTracker, PodMaker
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from bench.harness.timescale import Timing
@@ -501,36 +503,49 @@ def _cmp(a: float | None, b: float | None, op: str) -> bool | None:
 
 
 # -- one run: a fresh stack, all contenders, the same pods -------------------------------------
-def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
-    profile: dict[str, Any] = {"schedulerName": contender}
+def ballast_profile(contender: str) -> dict[str, Any]:
+    """A Ballast contender's profile: the chart's (bench.harness.chart) under the contender's
+    name, so that the default and its A/A twin are Ballast as deployed and a change of the
+    chart's default moves them; the others are variants of it, one difference each: another
+    load score in place of the chart's (TargetLoadPacking, PeakFit), a plugin argument
+    (VARIANTS), a filter (EXTRA_FILTERS) or GpuLoad added (bench.placement.gpu)."""
+    profile = copy.deepcopy(chart.profile())
+    profile["schedulerName"] = contender
     base, args = VARIANTS.get(contender, (contender, {}))
+    score = {"ballast-tlp": TARGET_LOAD_PACKING, PEAK: PEAK_FIT}.get(base)
+    plugins = profile.setdefault("plugins", {})
+    if score is not None:  # the chart's load score(s) out, this one in at their weight
+        section = plugins.setdefault("score", {})
+        loads = {LOAD_VARIATION_RISK_BALANCING, TARGET_LOAD_PACKING, PEAK_FIT}
+        enabled = section.get("enabled", [])
+        weight = max((r.get("weight", 1) for r in enabled if r["name"] in loads), default=1)
+        section["enabled"] = [r for r in enabled if r["name"] not in loads]
+        section["enabled"].append({"name": score, "weight": weight})
+        section["disabled"] = [r for r in section.get("disabled", []) if r["name"] not in loads]
+        section["disabled"] += [{"name": n} for n in sorted(loads - {score})]
     if args:
-        plugin = {"ballast-lvrb": LOAD_VARIATION_RISK_BALANCING, PEAK: PEAK_FIT}.get(
-            base, TARGET_LOAD_PACKING
+        plugin = {"ballast-tlp": TARGET_LOAD_PACKING, PEAK: PEAK_FIT}.get(
+            base, LOAD_VARIATION_RISK_BALANCING
         )
-        profile["pluginConfig"] = [{"name": plugin, "args": args}]
+        configs = profile.setdefault("pluginConfig", [])
+        config = next((c for c in configs if c["name"] == plugin), None)
+        if config is None:
+            configs.append(config := {"name": plugin, "args": {}})
+        config["args"] = {**config.get("args", {}), **args}
     if base == "ballast-gpu":  # bench.placement.gpu: GPU pods placed by GPU load (docs/gpu.md)
-        profile["plugins"] = {
-            "filter": {"enabled": [{"name": "GpuLoad"}]},
-            "score": {"enabled": [{"name": "GpuLoad", "weight": 5}]},
-        }
-    if base in ("ballast-lvrb", PEAK):
-        score = PEAK_FIT if base == PEAK else LOAD_VARIATION_RISK_BALANCING
-        profile["plugins"] = {
-            "score": {
-                "enabled": [{"name": score}],
-                "disabled": [{"name": TARGET_LOAD_PACKING}],
-            }
-        }
+        plugins.setdefault("filter", {}).setdefault("enabled", []).append({"name": "GpuLoad"})
+        plugins.setdefault("score", {}).setdefault("enabled", []).append(
+            {"name": "GpuLoad", "weight": 5}
+        )
     if contender in EXTRA_FILTERS:
-        profile.setdefault("plugins", {})["filter"] = {
-            "enabled": [{"name": EXTRA_FILTERS[contender]}]
-        }
-    return {
-        "watcherAddress": watcher_url,
-        "leaderElection": {"leaderElect": False},
-        "profiles": [profile],
-    }
+        filters = plugins.setdefault("filter", {}).setdefault("enabled", [])
+        filters.append({"name": EXTRA_FILTERS[contender]})
+    return profile
+
+
+def _ballast_config(contender: str, watcher_url: str) -> dict[str, Any]:
+    """The chart's scheduler file with the benchmarks' overlays and the contender's profile."""
+    return chart.scheduler_config(watcher_url, [ballast_profile(contender)])
 
 
 def _start_ballast(

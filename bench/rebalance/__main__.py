@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown contenders {', '.join(unknown)}; known: {', '.join(rb.CONTENDERS)}")
     if "descheduler" in contenders:
         descheduler.ensure_built()
-    if rb.KOORD in contenders:
+    if any(c in contenders for c in rb.KOORDS):
         koordinator.ensure_built()
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     for n in names:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     doc = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
     if trace is not None:
-        doc["setup"]["trace"] = rt.setup(trace)
+        doc["setup"]["trace"] = rt.setup(trace, contenders)
         doc["setup"]["trace_windows"] = windows
     doc["verdicts"] = all_verdicts(runs, rb.VERDICT_MEASURES, "ballast", rb.AA)
     write_result(args.out, doc)  # before the pictures: a failing plot never loses a run

@@ -23,9 +23,10 @@ PLACE_PER_POOL = 3.6  # s a pool of the synthetic scenarios' Deployments
 PLACE_TRACE_PER_POOL = 20.0  # s a pool of the trace's Deployments
 COMMAND = 20.0  # s: make with the peers built, the interpreter, the trace read, the pictures
 # Issue 44: the full run within 150 minutes on 2 cores; its shapes are cut to about 130 by this
-# arithmetic, the rest a margin for a loaded machine.
+# arithmetic with seven pools, 133 with koord-descheduler-migration's eighth; the rest (at
+# least 15 minutes, a tenth of the budget) a margin for a loaded machine.
 FULL_BUDGET = 150 * 60.0
-FULL_TARGET = 130 * 60.0
+FULL_TARGET = 135 * 60.0
 # The trace subset's days a window can start on (sandbox.load.trace_player.windows: 7 days, the
 # first one what comes before every window).
 TRACE_WINDOWS = 6

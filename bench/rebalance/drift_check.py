@@ -12,9 +12,10 @@ Prometheus, Redis, the watcher at a 2 s poll, 15 s rates and a 60 s window, Ball
 with one pool of 8 two-CPU nodes and its 8 Deployments of 3 replicas, each under a PDB of
 maxUnavailable 1, except w0: BestEffort (the first a rebalancer tries), its PDB at its limit
 (maxUnavailable 0). A pod uses its workload's factor times its request, its replacement too.
-`ballast rebalancer` runs with every default of its `rebalancer:` section (dryRun false, as the
-chart's is not): avg of the window, high 80, low 50, 3 fresh observations, 10 s rounds, one
-eviction per node and round, the node resting a window after it. Measures come from the
+`ballast rebalancer` and the scheduler run as the chart deploys them, with bench.rebalance's
+overlays (bench.harness.chart: dryRun false, as the chart's is not; the pool's nodeSelector):
+the chart's profile judges, avg of the window, high 80, low 50, 3 fresh observations, 10 s
+rounds, one eviction per node and round, the node resting a window after it. Measures come from the
 simulator's true demand, sampled every second, and the pods, listed every second. Takes about
 10 minutes; result: bench/results/drift-check.json.
 """
@@ -22,7 +23,6 @@ simulator's true demand, sampled every second, and the pods, listed every second
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import threading
@@ -214,7 +214,7 @@ def run(seed: int, say=print) -> dict[str, Any]:
     ok = False
     try:
         started = time.monotonic()
-        api, sim, _, watcher_url = services.start()
+        api, sim, _, _ = services.start()
         recorder = rb.Recorder(sim, api, [POOL], p)
         recorder.start()
         ns = rb.namespace(POOL)
@@ -230,15 +230,7 @@ def run(seed: int, say=print) -> dict[str, Any]:
         rb._wait(lambda: recorder.lost(POOL) == 0, 120, "every pod bound")
         time.sleep(rb.SETTLE_SECONDS)
         say(f"  placed and settled in {time.monotonic() - started:.0f} s")
-        doc = {
-            "watcherAddress": watcher_url,
-            "leaderElection": {"leaderElect": False},
-            "profiles": [{"schedulerName": "ballast"}],
-            "rebalancer": {"dryRun": False},  # every other key its default
-        }
-        services.stack.start_rebalancer(
-            "rebalancer", doc, services.plane.kubeconfig, dict(os.environ)
-        )
+        services.start_rebalancers([POOL])  # bench.rebalance's `ballast` contender
         recorder.measuring = True
         time.sleep(BEFORE_RISE)
         node = heated_node(recorder.pods[POOL])
@@ -335,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'PASS' if c['pass'] else 'FAIL'}  {name}: {values}")
         runs.append(result)
     passed = all(r["passed"] for r in runs)
-    doc = {"about": __doc__.split("\n\n")[0], "seeds": seeds, "passed": passed, "runs": runs}
+    doc = {"about": __doc__.split("\n\n")[0], "setup": rb.ballast_setup(), "seeds": seeds,
+           "passed": passed, "runs": runs}  # fmt: skip
     path = provenance.write_result(args.out, doc, argv)
     failed = [r["seed"] for r in runs if not r["passed"]]
     print(f"results: {path}: {'passed' if passed else f'FAILED (seeds {failed})'}")

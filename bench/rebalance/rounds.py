@@ -26,9 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench.harness import runguard
+from bench.harness import chart, runguard
 from bench.harness.common import new_figure, redraw, redraw_option, save, sized, spread
 from bench.harness.provenance import REPO, write_result
 from bench.rebalance import clusters, landings
@@ -43,18 +41,15 @@ from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible
 
 RESULTS = REPO / "bench" / "results"
-CHART = REPO / "charts" / "ballast" / "values.yaml"
 PERCENTAGES = (0, 100)  # the chart's adaptive sample, and every node scored
 # The landing clusters' loads: (share of hot nodes, share of cold ones).
 MIXES = {"calm": (0.02, 0.30), "busy": (0.10, 0.05)}
 
 
-def chart_judging(values: Path = CHART) -> tuple[Profile, RebalancerSettings, Estimator]:
+def chart_judging(values: Path = chart.VALUES) -> tuple[Profile, RebalancerSettings, Estimator]:
     """The judging profile, the rebalancer's settings and its estimator, as the chart deploys
-    them (its leader election left out: the chart fills in the Lease's name)."""
-    doc = yaml.safe_load(values.read_text())
-    scheduler = {k: v for k, v in doc["scheduler"]["config"].items() if k != "leaderElection"}
-    cfg = settings.parse({**scheduler, "rebalancer": doc["rebalancer"]["config"]})
+    them (bench.harness.chart)."""
+    cfg = settings.parse(chart.rebalancer_file(values))
     profile = build_profiles(cfg.scheduler)[cfg.rebalancer.profile]
     return profile, cfg.rebalancer, Estimator.for_profile(profile)
 
@@ -366,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                 "maxPerRound": s.max_per_round,
                 "maxPerNode": s.max_per_node,
                 "maxPerNamespace": s.max_per_namespace,
+                "loadMargin": s.load_margin,
                 "scoreMargin": s.score_margin,
                 "minRelief": s.min_relief,
                 "targetsMustBeCold": s.targets_must_be_cold,

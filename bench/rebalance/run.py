@@ -2,15 +2,17 @@
 
 Per scenario and seed one fresh stack: the sandbox with its controllers (Deployments recreate
 evicted pods), the closed-loop simulator, Prometheus, Redis, Ballast's watcher and Ballast's
-scheduler, which places every replacement in every pool. One pool of identical nodes (same
-sizes, seeded background per node index) per contender run at the same time, each with the same
+scheduler, which places every replacement in every pool. Ballast's scheduler and rebalancers run
+as the chart deploys them (its scheduler profile and its rebalancer section), with only the
+overlays bench.harness.chart lists. One pool of identical nodes (same sizes, seeded background
+per node index) per contender run at the same time, each with the same
 Deployments (pods pinned to the pool by a nodeSelector, one namespace per pool, a PDB of
 maxUnavailable 1 per Deployment). Paired: every pool starts from one placement, the first
 pool's as Ballast's scheduler made it, copied into the others by binding each workload's pods
 to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 
 - none: nothing moves pods after binding;
-- ballast: `ballast rebalancer`, restricted to its pool by nodeSelector;
+- ballast: `ballast rebalancer` as the chart deploys it, restricted to its pool by nodeSelector;
 - ballast-n1: the same with `consecutive: 1` (a node is hot on its first fresh observation above
   the threshold), to measure what the default's three observations buy and cost;
 - ballast-latest: the same with the statistic `latest` (the window's newest sample) instead of
@@ -24,6 +26,11 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 - koord-descheduler: Koordinator's LowNodeLoad with DefaultEvictor (the Eviction API) on the
   NodeMetric objects the simulator writes for its pool (koordlet's defaults: a report every 60 s
   of 300-second means), the same CPU thresholds, its own anomaly count (5 rounds).
+- koord-descheduler-migration: the same LowNodeLoad evicting through Koordinator's
+  MigrationController, as its own configuration does, in EvictDirectly mode (a PodMigrationJob
+  per eviction, under its per-node and per-workload limits), in the full run, not --quick:
+  ReservationFirst, its default, would have koord-scheduler place the replacement
+  (docs/rebalancer.md).
 
 Scenarios: drift (some workloads' use triples), hot-start (some nodes' background load jumps to
 80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
@@ -50,9 +57,11 @@ from pathlib import Path
 from typing import Any
 
 import requests
+import urllib3
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
-from bench.harness import timescale
+from bench.harness import chart, timescale
 from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
@@ -65,13 +74,15 @@ from sandbox.load.simulator import Simulator, SimulatorConfig, node_loads
 from sandbox.peers import descheduler
 from sandbox.peers.koordinator import descheduler as koord_descheduler
 from sandbox.peers.trimaran import stop_scheduler
+from watcher import defaults as watcher_defaults
 
 RESULTS = RESULTS_DIR
 POOL_LABEL = "ballast.dev/bench-pool"
 AA = "ballast-aa"
 CONTENDERS = {
     "none": "no rebalancer",
-    "ballast": "Ballast rebalancer (avg of the watcher's window, 3 fresh observations)",
+    "ballast": "Ballast rebalancer as the chart deploys it (avg of the watcher's window, 3 fresh "
+    "observations, judged by the chart's profile)",
     "ballast-n1": "Ballast rebalancer, hot on 1 fresh observation (consecutive: 1)",
     "ballast-latest": "Ballast rebalancer on the window's latest sample, 3 fresh observations",
     "ballast-p95": "Ballast rebalancer on the window's 95th percentile, 3 fresh observations",
@@ -80,12 +91,19 @@ CONTENDERS = {
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
+    "koord-descheduler-migration": "Koordinator LowNodeLoad through its MigrationController "
+    "(EvictDirectly), 5 rounds hot",
     # The A/A pair: Ballast's default again on a pool of its own; no gap smaller than theirs
     # is a difference.
     AA: "Ballast rebalancer again, its defaults (A/A: the spread between two runs)",
 }
-HIGH, LOW = 80.0, 50.0  # % CPU: hot above HIGH, a target below LOW, for both rebalancers
-# Ballast rebalancer contenders: their settings beside the shared ones (rebalancer_config).
+# Ballast's rebalancer as the chart deploys it (bench.harness.chart): its CPU thresholds are
+# every rebalancer's here (% CPU: hot above HIGH, a target below LOW), its interval every
+# rebalancer's round period in the synthetic scenarios.
+DEPLOYED = chart.rebalancer_settings()
+HIGH, LOW = next((r.high, r.low) for r in DEPLOYED.rules if r.resource == "cpu")
+# Ballast rebalancer contenders: each one's keys of the `rebalancer:` section that differ from
+# the chart's (rebalancer_config; docs/rebalancer.md's table of contenders says why).
 REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast": {},
     AA: {},
@@ -100,9 +118,11 @@ REBALANCERS: dict[str, dict[str, Any]] = {
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates
 # (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
-# (docs/rebalancer.md).
+# (docs/rebalancer.md). koord-descheduler-migration is Koordinator as its own configuration
+# evicts, so the full run has it; --quick keeps to the pairs every scenario's verdicts need.
 DEFAULT_CONTENDERS = (
-    "none", "ballast", AA, "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler"
+    "none", "ballast", AA, "ballast-n1", "ballast-latest", "descheduler", "koord-descheduler",
+    "koord-descheduler-migration",
 )  # fmt: skip
 QUICK_CONTENDERS = ("none", "ballast", AA, "descheduler", "koord-descheduler")
 # What the verdicts (bench.verdict, against the A/A spread) compare; lower is better for each.
@@ -125,7 +145,7 @@ RAMP_SECONDS = 10.0
 SETTLE_SECONDS = 45.0  # after the last pod is bound, before the rebalancers start
 BEFORE_CHANGE = 30.0  # rebalancers running on the settled cluster before the change
 PLACE_TIMEOUT = 120.0  # seconds for a pool's pods to be placed
-INTERVAL = 10.0  # both rebalancers' round period
+INTERVAL = DEPLOYED.interval  # every rebalancer's round period: Ballast's as the chart deploys it
 WATCHER_ENV = {
     "BALLAST_POLL_INTERVAL": "2",
     "BALLAST_POLL_JITTER": "0",
@@ -135,12 +155,55 @@ WATCHER_ENV = {
 CPU_QUERY = '1 - avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}[$range]))'
 SEEDS = (1, 2, 3, 4, 5)  # issue 44: at least 5 for the synthetic scenarios of the headline
 KOORD = "koord-descheduler"
+KOORD_MIGRATION = "koord-descheduler-migration"
+KOORDS = (KOORD, KOORD_MIGRATION)  # LowNodeLoad's pools, each read from NodeMetrics
+# Ballast's scheduler places every pod of every pool: the descheduler's and Koordinator's
+# replacements too (the Deployments name it; no other scheduler runs).
+REPLACEMENTS_PLACED_BY = "Ballast's scheduler, in every pool"
 # NodeMetrics for Koordinator's pool as koordlet's defaults write them (a report every 60 s of
 # 300-second means; scaled to trace time in the trace: bench.timescale), as deployed.
 NODE_METRICS = nodemetric.NodeMetricConfig(warm_start=True)
 # The synthetic scenarios' timing (the trace's is bench.timescale's, scaled to trace time).
 SYNTHETIC = Timing(WATCHER_ENV, NODE_METRICS)
 T = 10.0
+SCRAPE = 1.0  # s: the sandbox's Prometheus scrapes the simulator's exporter every second
+
+
+def synthetic_differences() -> list[tuple[str, str, str, str]]:
+    """The synthetic scenarios' settings that differ from the deployed ones: (setting,
+    deployed, here, why). The trace scales them to trace time instead (docs/trace.md)."""
+    env = WATCHER_ENV
+    poll, window = float(env["BALLAST_POLL_INTERVAL"]), float(env["BALLAST_WINDOW"])
+    deployed_poll = float(chart.values()["watcher"]["pollInterval"])
+    # When a node stepping from LOW to DRIFT_TARGET has its window's average cross HIGH.
+    crossing = (HIGH - LOW) / (DRIFT_TARGET - LOW)
+    return [
+        ("watcher poll interval", f"{deployed_poll:g} s (the chart)", f"{poll:g} s",
+         f"every {INTERVAL:g} s round reads a fresh poll, and the window holds "
+         f"{window / poll:g} polls (deployed {watcher_defaults.WINDOW / deployed_poll:g})"),
+        ("watcher poll jitter", f"{watcher_defaults.POLL_JITTER:g} s",
+         f"{env['BALLAST_POLL_JITTER']} s", "polls on a fixed beat, the same in every seed"),
+        ("watcher rate range", watcher_defaults.RATE_RANGE, env["BALLAST_RATE_RANGE"],
+         f"irate reads the last two scrapes in it: {SCRAPE:g} s scrapes here, "
+         f"{timescale.SCRAPE:g} s deployed (kube-prometheus)"),
+        ("watcher window (what `avg` and `p95` read)", f"{watcher_defaults.WINDOW:g} s",
+         f"{window:g} s",
+         f"a node stepping from {LOW:g} to {DRIFT_TARGET:g} % has its average over high "
+         f"{crossing * watcher_defaults.WINDOW:g} s later with the deployed window, after the "
+         f"{SCENARIOS['drift'].observe:g} s observed; {crossing * window:g} s here"),
+        ("rebalancer cooldown (0: the window)", f"{watcher_defaults.WINDOW:g} s",
+         f"{window:g} s", "follows the window: a node rests until it holds no sample from "
+         "before the eviction"),
+        ("Prometheus scrape interval", f"{timescale.SCRAPE:g} s (kube-prometheus)",
+         f"{SCRAPE:g} s", "the rate range holds several scrapes"),
+    ]  # fmt: skip
+
+
+def synthetic_table() -> str:
+    """docs/rebalancer.md's table of synthetic_differences."""
+    rows = ["| setting | deployed | here | why |", "| --- | --- | --- | --- |"]
+    rows += [f"| {' | '.join(row)} |" for row in synthetic_differences()]
+    return "\n".join(rows) + "\n"
 
 
 @dataclass(frozen=True)
@@ -437,26 +500,35 @@ def _start_process(plane: ControlPlane, name: str, argv: list[str], port: int) -
 def _start_scheduler(
     plane: ControlPlane, watcher_url: str, work: Path, flags: tuple[str, ...] = ()
 ) -> None:
-    doc = {"watcherAddress": watcher_url, "leaderElection": {"leaderElect": False}}
+    doc = scheduler_config(watcher_url)
     argv, port = ballast_argv(plane, work, "scheduler", "scheduler", doc, "--metrics-listen")
     _start_process(plane, "scheduler", argv + ["--log-level", "WARNING", *flags], port)
+
+
+def scheduler_config(watcher_url: str) -> dict[str, Any]:
+    """The config file of the scheduler that places every pool's pods: the chart's, with the
+    benchmarks' overlays (bench.harness.chart.OVERLAYS)."""
+    return chart.scheduler_config(watcher_url)
 
 
 def rebalancer_config(
     watcher_url: str, contender: str = "ballast", interval: float = INTERVAL
 ) -> dict[str, Any]:
+    """A Ballast contender's config file: the chart's, with the benchmarks' overlays
+    (bench.harness.chart.OVERLAYS: its pool's nodeSelector, the trace's interval) and the
+    contender's own keys (REBALANCERS)."""
+    return chart.rebalancer_config(
+        watcher_url, {POOL_LABEL: contender}, interval, REBALANCERS[contender]
+    )
+
+
+def ballast_setup(interval: float = INTERVAL) -> dict[str, Any]:
+    """For a result's setup: Ballast's scheduler and rebalancer files as they ran (the chart's
+    with the overlays, bench.harness.chart; the variants' keys are `rebalancer_variants`)."""
     return {
-        "watcherAddress": watcher_url,
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": "ballast"}],
-        "rebalancer": {
-            "interval": f"{interval:g}s",
-            "resources": [{"name": "cpu", "statistic": "avg", "high": HIGH, "low": LOW}],
-            "nodeSelector": {POOL_LABEL: contender},
-            "maxPerNode": 2,
-            "maxPerRound": 5,
-            **REBALANCERS[contender],
-        },
+        "scheduler_config": scheduler_config("http://watcher"),
+        "rebalancer_config": rebalancer_config("http://watcher", interval=interval),
+        "overlays": chart.OVERLAYS,
     }
 
 
@@ -583,7 +655,7 @@ class Services(SimulatedCluster):
         timing: Timing | None = None,
     ) -> None:
         """`timing`: the replayed trace's (bench.timescale), else the synthetic scenarios'."""
-        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) == KOORD}
+        koord = {s.name for s in specs if s.labels.get(POOL_LABEL) in KOORDS}
         self.timing = timing or SYNTHETIC
         super().__init__(
             prefix,
@@ -611,7 +683,7 @@ class Services(SimulatedCluster):
         )
 
     def stop(self) -> None:
-        for name in [*map(_process, REBALANCERS), "descheduler", KOORD, "scheduler"]:
+        for name in [*map(_process, REBALANCERS), "descheduler", *KOORDS, "scheduler"]:
             stop_scheduler(self.plane, name)
         super().stop()
 
@@ -717,9 +789,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
                 1 for e in recorder.evictions[c] if e["time"] < change
             )
             results[c] = r
-        for name in ("descheduler", KOORD):
-            if name in contenders:
-                results[name]["log_errors"] = _errors(plane, name)
+        peer_records(plane, api, results)
         ok = True
         return {
             "scenario": scenario.name,
@@ -819,7 +889,8 @@ def start_rebalancers(
     contenders: list[str],
     timing: Timing | None = None,
 ) -> None:
-    """Each pool's rebalancer: Ballast's variants and the descheduler, on their own pools."""
+    """Each pool's rebalancer: Ballast's variants, the descheduler and koord-descheduler's, on
+    their own pools."""
     timing = timing or SYNTHETIC
     interval = timing.rounds or INTERVAL
     for c in contenders:
@@ -835,22 +906,36 @@ def start_rebalancers(
             node_selector=f"{POOL_LABEL}=descheduler",
         )
         descheduler.start_descheduler(plane, prom, doc, interval)
-    if KOORD in contenders:
-        # CPU as Ballast's thresholds; memory never hot and never in the way of a target.
-        anomaly = (
-            {} if timing.anomaly_timeout is None else {"anomaly_timeout": timing.anomaly_timeout}
+    for c in KOORDS:
+        if c in contenders:
+            doc = koord_config(plane.kubeconfig, c, timing)
+            koord_descheduler.start_koord_descheduler(plane, doc, name=c)
+
+
+def koord_config(kubeconfig: Path | str, contender: str, timing: Timing) -> dict[str, Any]:
+    """koord-descheduler's configuration for a Koordinator pool: LowNodeLoad on the pool, CPU as
+    Ballast's thresholds (memory never hot and never in the way of a target), evicting through
+    DefaultEvictor or (koord-descheduler-migration) the MigrationController in EvictDirectly."""
+    anomaly = {} if timing.anomaly_timeout is None else {"anomaly_timeout": timing.anomaly_timeout}
+    migration = None
+    if contender == KOORD_MIGRATION:
+        migration = koord_descheduler.migration_args(
+            koord_descheduler.EVICT_DIRECTLY,
+            [namespace(contender)],
+            job_ttl=timing.migration_ttl,
+            workload_limiter=timing.migration_limiter,
         )
-        doc = koord_descheduler.config(
-            plane.kubeconfig,
-            low={"cpu": LOW, "memory": 100},
-            high={"cpu": HIGH, "memory": 100},
-            interval=interval,
-            namespaces=[namespace(KOORD)],
-            node_selector={POOL_LABEL: KOORD},
-            metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
-            **anomaly,
-        )
-        koord_descheduler.start_koord_descheduler(plane, doc, name=KOORD)
+    return koord_descheduler.config(
+        kubeconfig,
+        low={"cpu": LOW, "memory": 100},
+        high={"cpu": HIGH, "memory": 100},
+        interval=timing.rounds or INTERVAL,
+        namespaces=[namespace(contender)],
+        node_selector={POOL_LABEL: contender},
+        metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
+        migration=migration,
+        **anomaly,
+    )
 
 
 def descheduler_query(timing: Timing) -> str:
@@ -860,6 +945,24 @@ def descheduler_query(timing: Timing) -> str:
 
 def _process(contender: str) -> str:
     return "rebalancer" if contender == "ballast" else f"rebalancer-{contender}"
+
+
+def peer_records(
+    plane: ControlPlane, api: client.ApiClient, results: dict[str, dict[str, Any]]
+) -> None:
+    """Into the peers' results: their logs' errors, and the MigrationController's jobs by phase
+    and reason (a PDB's refusals keep a job Running until its TTL fails it). A failed listing
+    is recorded as such: the run's measures stand without it."""
+    for name in ("descheduler", *KOORDS):
+        if name in results:
+            results[name]["log_errors"] = _errors(plane, name)
+    if KOORD_MIGRATION in results:
+        try:
+            jobs = koord_descheduler.migration_jobs(api, namespace(KOORD_MIGRATION))
+        except (ApiException, OSError, urllib3.exceptions.HTTPError) as exc:
+            results[KOORD_MIGRATION]["migration_jobs"] = {"not listed": str(exc)[:200]}
+        else:
+            results[KOORD_MIGRATION]["migration_jobs"] = koord_descheduler.job_phases(jobs)
 
 
 def _errors(plane: ControlPlane, name: str) -> list[str]:
@@ -904,7 +1007,7 @@ def document(
             "watcher": WATCHER_ENV,
             "descheduler_query": descheduler_query(SYNTHETIC),
             "timing": SYNTHETIC.record(),
-            "rebalancer_config": rebalancer_config("http://watcher"),
+            **ballast_setup(),
             "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},
@@ -912,6 +1015,10 @@ def document(
             "settle_seconds": {n: SCENARIOS[n].settle for n in names},
             "before_seconds": {n: SCENARIOS[n].before for n in names if n != "trace"},
             "contenders": {c: CONTENDERS[c] for c in contenders},
+            "replacements_placed_by": REPLACEMENTS_PLACED_BY,
+            "koord_descheduler": {
+                c: koord_config("<the sandbox's>", c, SYNTHETIC) for c in KOORDS if c in contenders
+            },
         },
         "summary": summarize(runs),
         "runs": runs,

@@ -175,8 +175,7 @@ def run_one(
             r["eviction_nodes"] = [int(e["from"].rsplit("-", 1)[1]) for e in evictions]
             r["node_cpu"] = _thin([(t - change, cpus) for t, cpus in samples if t >= change])
             results[c] = r
-        if "descheduler" in contenders:
-            results["descheduler"]["log_errors"] = rb._errors(services.plane, "descheduler")
+        rb.peer_records(services.plane, api, results)
         ok = True
         return {
             "scenario": scenario.name,
@@ -255,8 +254,8 @@ def plot(doc: dict[str, Any], folder: Path, prefix: str = "rebalance") -> list[P
     return [path]
 
 
-def setup(trace: Trace) -> dict[str, Any]:
-    """What the results' setup says about the replay."""
+def setup(trace: Trace, contenders: list[str]) -> dict[str, Any]:
+    """What the results' setup says about the replay (and its contenders' scaled settings)."""
     return {
         "source": trace.source,
         "fill": FILL,
@@ -269,5 +268,9 @@ def setup(trace: Trace) -> dict[str, Any]:
         "false_eviction_window_seconds": WINDOW,
         "timing": TIMING.record(),
         "settings_in_trace_time": timescale.record(),
-        "replacements_placed_by": "Ballast's scheduler, in every pool",
+        "ballast": rb.ballast_setup(TIMING.rounds or rb.INTERVAL),
+        "replacements_placed_by": rb.REPLACEMENTS_PLACED_BY,
+        "koord_descheduler": {
+            c: rb.koord_config("<the sandbox's>", c, TIMING) for c in rb.KOORDS if c in contenders
+        },
     }

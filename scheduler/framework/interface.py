@@ -48,6 +48,15 @@ PRE_FILTER_READS_PODS = "pre_filter_reads_pods"
 FILTER_READS_PODS = "filter_reads_pods"
 SKIP_HOLDS_WITH_FEWER_PODS = "skip_holds_with_fewer_pods"
 
+# A Score plugin may say, as `score_reads_loads = False`, that its scores never read the
+# watcher's figures (Snapshot.loads, recent_cpu_m, pod_usage, workloads): the rebalancer's load
+# margin leaves it out when it scores the nodes read a few points off (rebalancer/margin.py).
+# A plugin that says nothing is taken to read them. One that reads them may say, as
+# `score_falls_with_load = True`, that a node's score never rises when the node's own CPU figures
+# do: the margin then needs one reading of the loads, not two.
+SCORE_READS_LOADS = "score_reads_loads"
+SCORE_FALLS_WITH_LOAD = "score_falls_with_load"
+
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):

@@ -242,6 +242,7 @@ class _FilterState:
 # --- the plugin ------------------------------------------------------------------------------
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
     skip_holds_with_fewer_pods = True  # no terms and no placed anti-affinity: fewer pods keep it so
 
     def __init__(self, args: Args | None = None) -> None:

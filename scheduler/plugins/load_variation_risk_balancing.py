@@ -114,6 +114,7 @@ def resource_score(
 
 class Plugin:
     name = NAME
+    score_falls_with_load = True  # mu grows with the node's use, sigma does not move
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()

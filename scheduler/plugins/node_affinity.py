@@ -23,6 +23,7 @@ _PREFERRED = NAME + ".preferred"
 
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
     filter_reads_pods = False  # the node, the pod and objects: never placed pods
     pre_filter_reads_pods = False  # the pod and cluster objects only: trials reuse it
 

@@ -30,6 +30,7 @@ def balance_score(fractions: list[float]) -> int:
 
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()

@@ -24,6 +24,7 @@ def requested_with(pod: PodInfo, node: NodeInfo, resource: str) -> int:
 
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
 
     def __init__(self, args: Args | None = None) -> None:
         self.args = args or Args()

@@ -222,6 +222,7 @@ class _NodeSums:
 
 class Plugin:
     name = NAME
+    score_falls_with_load = True  # every predictor grows with the node's figures
     reads_pod_usage = True  # the runtime fetches /api/v1/pods for it
 
     def __init__(self, args: Args | None = None) -> None:

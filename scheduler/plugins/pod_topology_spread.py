@@ -407,6 +407,7 @@ class _ScoreState:
 
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
     skip_holds_with_fewer_pods = True  # its skip reads the pod and objects (no hard constraint)
 
     def __init__(self, args: Args | None = None) -> None:

@@ -26,6 +26,7 @@ REASON = "node(s) had untolerated taint(s)"
 
 class Plugin:
     name = NAME
+    score_reads_loads = False  # placed pods, the node and objects: no watcher figures
     filter_reads_pods = False  # the node, the pod and objects: never placed pods
 
     def __init__(self, args: None = None) -> None:

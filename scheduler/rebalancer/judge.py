@@ -9,9 +9,10 @@ counts it, the other plugins still do) and with it deleted (where a replacement 
 nowhere before waits for). In each the profile filters every node and scores the feasible ones,
 as a cycle would. A target must be cold (or only not hot, when targetsMustBeCold is off), pass
 the filters in both and stay under every high threshold with the pod's predicted use added;
-unless the hot node is infeasible there, the target must outscore it by more than
-`scoreMargin` points in each (the scheduler sees a few seconds' newer load than the judge, and a
-near-tie can go either way), else the scheduler could put the replacement back, and the pod
+and the hot node must not be the scheduler's pick in either, even with every node's CPU read up
+to `loadMargin` points off ours, each the way that favours the hot node (the scheduler reads
+the watcher a poll apart from the judge: margin.py), nor within the optional `scoreMargin`
+points of the best node then, else the scheduler could put the replacement back, and the pod
 stays. The load scores count recently bound pods as the scheduler's cycle does: the pods the
 scheduler's profiles bound (their PodScheduled time) whose node's newest sample cannot show them
 yet, besides the rebalancer's own moves (the hot node's relief counts only the latter). A node
@@ -24,8 +25,9 @@ The replacement goes where the scheduler puts it: the best-scored of every feasi
 the candidate targets alone, gets the relief booked on it, and a move is refused when the node
 that would get it (or, at scale, any node that wins one of the samples the cycle may score:
 landing.py) is the hot node, another hot node, one the pod pushes over high or one without
-fresh figures. Every candidate is judged and the cheapest set of approved moves that brings the
-node under high is taken (selection.py). Each judged scheduler's pods by their own profile.
+fresh figures, the load margin applied to these nodes as to the hot one. Every candidate is
+judged and the cheapest set of approved moves that brings the node under high is taken
+(selection.py). Each judged scheduler's pods by their own profile.
 
 A GPU-hot node (gpuhot.py; profiles with GpuLoad) is hot for its GPU pods only: when it is
 confirmed GPU-hot and not CPU-hot, only pods requesting a GPU resource are its candidates, one
@@ -44,12 +46,13 @@ from dataclasses import dataclass, field, replace
 from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, CycleState, NodeInfo, PodInfo, Snapshot, resources
 from scheduler.framework.gpus import GpuStats
-from scheduler.framework.profile import Profile
+from scheduler.framework.profile import Profile, ScoreParts
 from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.snapshot import TrialEdit
 from scheduler.rebalancer import gpuhot, limits, selection, victims
 from scheduler.rebalancer.classify import COLD, HOT, NORMAL, Classification
 from scheduler.rebalancer.landing import possible_winners
+from scheduler.rebalancer.margin import LoadMargin
 from scheduler.rebalancer.settings import RebalancerSettings
 
 NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "relieved"
@@ -156,6 +159,7 @@ class Judge:
         self.gpu_names = gpu_names  # GpuLoad's resourceNames: the pods a GPU-hot node may lose
         self.gpu_hot: dict[str, list[GpuStats]] = {}
         self.gpu_only: frozenset[str] = frozenset()
+        self.margin = LoadMargin({}, 0.0)
 
     def plan(
         self,
@@ -169,6 +173,7 @@ class Judge:
         nodes of `hot` confirmed GPU-hot and not CPU-hot, which lose GPU pods only."""
         self.gpu_hot = gpu_hot or {}
         self.gpu_only = gpu_only
+        self.margin = LoadMargin(snap.loads, self.settings.load_margin)
         out = Plan()
         budget = limits.RoundBudget(self.settings)
         edits: list[TrialEdit] = []
@@ -426,14 +431,14 @@ class Judge:
         # scheduler's best in either.
         with TrialEdit(snap, source) as gone:
             gone.remove(pod)
-            deleted = self._view(replacement, candidates, view, snap, usage)
+            deleted = self._view(replacement, source.name, candidates, view, snap, usage)
             if not deleted.fits:
                 detail = f"{deleted.passing} of {len(candidates)} candidates pass the filters"
                 return None, (NO_TARGET, detail + "; none stays under high with the pod")
             with ExitStack() as dies:
                 for victim, node in [*((m.pod, m.source) for m in earlier), (pod, source.name)]:
                     dies.enter_context(TrialEdit(snap, snap.nodes[node])).add(terminating(victim))
-                dying = self._view(replacement, candidates, view, snap, usage)
+                dying = self._view(replacement, source.name, candidates, view, snap, usage)
         views = [(deleted, "")]
         if dying.feasible:
             views.append((dying, " while it terminates"))
@@ -444,26 +449,28 @@ class Judge:
         # The scheduler's pick: the best of every feasible node, not of our candidates alone (a
         # third node can outscore the target, and the relief goes where the pod goes).
         first = views[-1][0]  # the view the scheduler most likely decides in
-        others = [n for n in first.order if n != source.name]
-        best = max(others, key=lambda n: (first.scores[n], n))
-        margin = self.settings.score_margin
-        for v, when in views:
-            back = v.scores.get(source.name)
-            if back is not None and best in v.scores and v.scores[best] - back <= margin:
-                detail = (
-                    f"{source.name} scores {back}, {best} {v.scores[best]}{when}: "
-                    f"not more than {margin} points apart"
-                )
-                return None, (GOES_BACK, detail)
-        # At scale a cycle scores a sample: every node that wins one may get the replacement,
-        # and each must be one it may land on (never the source, a hot node, or one the pod
-        # would push over high).
+        best = max((n for n in first.order if n != source.name), key=lambda n: (first.scores[n], n))
+        # Each view as the scheduler may read it, a poll later (margin.py): every node the
+        # replacement may land on at its lowest, the others at their highest. At scale a cycle
+        # scores a sample: every node that wins one may get the replacement, and each must be
+        # one it may land on (never the source, a hot node, or one the pod would push over high).
         sample = nodes_to_find(len(snap.nodes), self.percentage)
+        apart = self.settings.score_margin
         for v, when in views:
-            won = possible_winners([v.scores[n] for n in v.order], sample)
-            winners = sorted((v.order[i] for i in won), key=lambda n: (-v.scores[n], n))
+            seen = v.seen
+            note = self._read_off(when)
+            back = seen.get(source.name)
+            rest = [n for n in v.order if n != source.name]
+            top = max(rest, key=lambda n: (seen[n], n)) if rest else None
+            if back is not None and top is not None and seen[top] - back <= apart:
+                detail = f"{source.name} scores {back}, {top} {seen[top]}{note}"
+                if apart:
+                    detail += f": not more than {apart} points apart"
+                return None, (GOES_BACK, detail)
+            won = possible_winners([seen[n] for n in v.order], sample)
+            winners = sorted((v.order[i] for i in won), key=lambda n: (-seen[n], n))
             if source.name in winners:
-                detail = f"{source.name} scores {v.scores[source.name]}, the best of a sample{when}"
+                detail = f"{source.name} scores {seen[source.name]}, the best of a sample{note}"
                 return None, (GOES_BACK, detail)
             unsafe = [n for n in [best, *winners] if n not in v.safe]
             if unsafe:
@@ -471,14 +478,21 @@ class Judge:
                 state = view.state.get(other, "unknown")
                 detail = (
                     f"{other} ({state}; with the pod over high or not known) scores "
-                    f"{v.scores.get(other, '-')}{when}: the scheduler may place it there"
+                    f"{seen.get(other, '-')}{note}: the scheduler may place it there"
                 )
                 return None, (ELSEWHERE, detail)
         return snap.nodes[best], ("", "")
 
+    def _read_off(self, when: str) -> str:
+        """How the scores of a refusal were read: the state, and the load margin when on."""
+        if not self.margin.readings:
+            return when
+        return f"{when}, CPU read up to {self.margin.points:g} points off (loadMargin)"
+
     def _view(
         self,
         replacement: PodInfo,
+        source: str,
         candidates: set[str],
         view: Classification,
         snap: Snapshot,
@@ -486,7 +500,8 @@ class Judge:
     ) -> _View:
         """The profile on the snapshot as it is now: every node filtered, the feasible ones
         scored together, as a cycle does (normalised scores depend on the set scored, so a
-        subset could rank the hot node and the targets otherwise)."""
+        subset could rank the hot node and the targets otherwise); then scored again with the
+        CPU read `loadMargin` off (`seen`)."""
         state = CycleState()
         profile = self.profiles.get(replacement.scheduler_name, self.profile)
         feasible, _ = profile.filter(replacement, list(snap.nodes.values()), snap, state)
@@ -506,9 +521,13 @@ class Judge:
             if under:
                 out.fits.append(n.name)
         if len(feasible) == 1:
-            out.scores = {feasible[0].name: 0}
+            out.scores = out.seen = {feasible[0].name: 0}
         elif feasible and out.fits:
-            out.scores = profile.score(replacement, feasible, snap, state)
+            parts = ScoreParts()
+            out.scores = profile.score(replacement, feasible, snap, state, parts)
+            # The scheduler may read every node's CPU a poll apart from us (margin.py).
+            favoured = out.safe - {source}
+            out.seen = self.margin.worst(profile, replacement, feasible, snap, parts, favoured)
         return out
 
 
@@ -521,3 +540,5 @@ class _View:
     # feasible nodes the replacement may land on: known, not hot, under high with it
     safe: set[str] = field(default_factory=set)
     scores: dict[str, int] = field(default_factory=dict)  # every feasible node's
+    # the scores against the move with the CPU read up to loadMargin off (margin.py)
+    seen: dict[str, int] = field(default_factory=dict)

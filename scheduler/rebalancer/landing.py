@@ -8,7 +8,8 @@ rebalancer cannot know. So a node may receive the replacement when some such win
 nothing that outscores it; a move is only as safe as the worst of those nodes.
 
 The scores are the profile's over all feasible nodes; a cycle normalises over its own sample, so
-near-ties within a window can order otherwise (the judge's `scoreMargin` covers the source).
+near-ties within a window can order otherwise (the load margin does not cover that; the
+optional `scoreMargin` against the source does).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ rebalancer:
   gpu: {utilHigh: 90, memoryHigh: 90}  # GPU-hot (profiles with GpuLoad only): a GPU's % busy
                               # (window average) or % of its framebuffer in use above these
   targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
-  scoreMargin: 20             # the target must outscore the hot node by more than this
+  loadMargin: 5               # CPU points the scheduler may read a node off ours (a poll)
+  scoreMargin: 0              # points the target must also outscore the hot node by (0: off)
   minRelief: 2                # percentage points a move must take off the hot node
   evictJobs: false
   evictLocalStorage: false
@@ -83,9 +84,13 @@ class RebalancerSettings:
     consecutive: int = 3
     gpu: GpuRule = GpuRule()
     targets_must_be_cold: bool = True
-    # Points of the profile's weighted total. A fifth of one plugin's range: the demo's winning
-    # margins were 5-38 points, and a near-tie with the hot node flips on seconds of newer load.
-    score_margin: int = MAX_NODE_SCORE // 5
+    # Percentage points of a node's CPU by which the scheduler's figures may differ from the
+    # judge's: one watcher poll moves a 20-sample window's average by at most 100 / 20
+    # (margin.py). A move must hold with every node read that far off, against it.
+    load_margin: float = 5.0
+    # Points of the profile's weighted total the target must outscore the source by, besides:
+    # 0 (off) since the load margin, which means the same for every profile.
+    score_margin: int = 0
     # Percentage points of the node's hottest resource a move must take off it: an idle replica
     # is not worth an eviction.
     min_relief: float = 2.0
@@ -160,6 +165,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         consecutive=f.integer("consecutive", d.consecutive, 1, 100),
         gpu=_gpu_rule(f.section("gpu")),
         targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
+        load_margin=f.number("loadMargin", d.load_margin, 0, 100),
         score_margin=f.integer("scoreMargin", d.score_margin, 0, 100 * MAX_NODE_SCORE),
         min_relief=f.number("minRelief", d.min_relief, 0, 100),
         evict_jobs=f.boolean("evictJobs", d.evict_jobs),

@@ -174,7 +174,7 @@ def test_rebalancer_config_is_checked(tmp_path, config, named):
 
 def test_every_rebalancer_setting_the_schema_allows_reaches_a_config_it_loads(tmp_path):
     config = {"interval": "20s", "consecutive": 2, "thresholds": "absolute", "scoreMargin": 10,
-              "maxPerNode": 2, "cooldown": 30, "gpu": {"utilHigh": 95},
+              "loadMargin": 2.5, "maxPerNode": 2, "cooldown": 30, "gpu": {"utilHigh": 95},
               "excludedNamespaces": ["kube-system", "infra"], "evictJobs": True}  # fmt: skip
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump({"rebalancer": {"enabled": True, "config": config}}))
@@ -182,6 +182,7 @@ def test_every_rebalancer_setting_the_schema_allows_reaches_a_config_it_loads(tm
     cm = find(out, "ConfigMap", "ballast-rebalancer-config")
     loaded = settings.parse(yaml.safe_load(cm["data"]["rebalancer-config.yaml"])).rebalancer
     assert (loaded.interval, loaded.max_per_node, loaded.cooldown) == (20.0, 2, 30.0)
+    assert (loaded.load_margin, loaded.score_margin) == (2.5, 10)
     assert loaded.lease_name == "ballast-rebalancer"
 
 

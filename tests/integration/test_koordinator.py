@@ -5,7 +5,9 @@ says 90 % CPU ("cpu usage exceed threshold"; the default threshold is 65 %) and 
 NodeMetric is older than 180 s ("nodeMetric expired"), and binds to the cool node.
 koord-descheduler (LowNodeLoad, DefaultEvictor) evicts from a node held above its high
 threshold only after more than `consecutiveAbnormalities` rounds, never from the cool node, and
-not while a PodDisruptionBudget is at its limit. The load comes from the simulator through
+not while a PodDisruptionBudget is at its limit; through its MigrationController (EvictDirectly,
+the bench's koord-descheduler-migration) it evicts by a PodMigrationJob, held by the PDB too,
+with no Reservation. The load comes from the simulator through
 `sandbox.load.nodemetric`, the code `ballast sandbox up --with-koordinator` runs.
 """
 
@@ -151,6 +153,33 @@ def test_koord_scheduler_turns_away_a_hot_node_and_a_stale_one(
     assert not pods(kube_api, namespace)["to-hot"]["spec"].get("nodeName")
 
 
+def nodes_for(namespace: str) -> list[NodeSpec]:
+    """A hot and a cool node of 4 CPUs, labelled for the test."""
+    label = {"ballast-test": namespace}
+    return [NodeSpec(f"{namespace}-{r}", cpu="4", memory="16Gi", labels=label)
+            for r in ("hot", "cool")]  # fmt: skip
+
+
+def pdb_at_limit(api: client.ApiClient, namespace: str, app: str, replicas: int) -> None:
+    """A PodDisruptionBudget that lets none of `app`'s `replicas` pods go, its status seen."""
+    policy = client.PolicyV1Api(api)
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app},
+        "spec": {"minAvailable": replicas, "selector": {"matchLabels": {"app": app}}},
+    }
+    policy.create_namespaced_pod_disruption_budget(namespace, pdb, _request_timeout=T)
+    wait_for(
+        lambda: (
+            policy.read_namespaced_pod_disruption_budget(app, namespace).status.current_healthy
+            == replicas
+        ),
+        timeout=60,
+        what=f"the PDB's status ({replicas} healthy, none allowed to go)",
+    )
+
+
 def deployment(name: str, node: str, replicas: int) -> dict[str, Any]:
     labels = {"app": name}
     container = {
@@ -192,26 +221,12 @@ def test_koord_descheduler_evicts_from_the_hot_node_after_its_anomaly_count(
 ):
     names = {role: f"{namespace}-{role}" for role in ("hot", "cool")}
     label = {"ballast-test": namespace}
-    kube_nodes([NodeSpec(n, cpu="4", memory="16Gi", labels=label) for n in names.values()])
+    kube_nodes(nodes_for(namespace))
     apps, policy = client.AppsV1Api(kube_api), client.PolicyV1Api(kube_api)
     # hot: 20 % + 3 x 25 % = 95 % CPU, above high; cool: 10 % + 25 % = 35 %, below low.
     apps.create_namespaced_deployment(namespace, deployment("busy", names["hot"], 3))
     apps.create_namespaced_deployment(namespace, deployment("calm", names["cool"], 1))
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "busy"},
-        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "busy"}}},
-    }
-    policy.create_namespaced_pod_disruption_budget(namespace, pdb, _request_timeout=T)
-    wait_for(
-        lambda: (
-            policy.read_namespaced_pod_disruption_budget("busy", namespace).status.current_healthy
-            == 3
-        ),
-        timeout=60,
-        what="the PDB's status (3 healthy, none allowed to go)",
-    )
+    pdb_at_limit(kube_api, namespace, "busy", 3)
     busy, calm = uids(kube_api, namespace, "busy"), uids(kube_api, namespace, "calm")
     assert len(busy) == 3 and len(calm) == 1
     background = {names["hot"]: (20.0, 20.0), names["cool"]: (10.0, 20.0)}
@@ -261,3 +276,110 @@ def test_koord_descheduler_evicts_from_the_hot_node_after_its_anomaly_count(
     for line in descheduler.log_lines(sandbox, name, descheduler.EVICTED):
         assert any(pod in line for pod in busy.values()), line
     assert policy_seen["reportIntervalSeconds"] == 1
+
+
+@contextmanager
+def migrating(
+    sandbox, api: client.ApiClient, kube_nodes, namespace: str, mode: str, pdb: bool = False
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """A hot node (20 % + 3 x 25 % = 95 % CPU, above high) and a cool one (10 %), the three pods
+    of `busy` on the hot one (a PDB at its limit if `pdb`), and koord-descheduler evicting
+    through its MigrationController in `mode` every second once the node is hot for 2 rounds;
+    yields its process name and busy's pods (uid -> name)."""
+    names = {role: f"{namespace}-{role}" for role in ("hot", "cool")}
+    label = {"ballast-test": namespace}
+    kube_nodes(nodes_for(namespace))
+    client.AppsV1Api(api).create_namespaced_deployment(
+        namespace, deployment("busy", names["hot"], 3), _request_timeout=T
+    )
+    if pdb:
+        pdb_at_limit(api, namespace, "busy", 3)
+    busy = wait_for(lambda: len(uids(api, namespace, "busy")) == 3, what="busy's three pods")
+    busy = uids(api, namespace, "busy")
+    background = {names["hot"]: (20.0, 20.0), names["cool"]: (10.0, 20.0)}
+    name = f"koord-migration-{namespace}"
+    with node_agent(api, sim_config(background), list(names.values())):
+        wait_for(
+            lambda: cpu_percent(api, names["hot"], 4000) > 90,
+            timeout=30,
+            what="the hot node's NodeMetric with its three pods",
+        )
+        # A job TTL and a workload limiter, as the trace sets them: the test reads them back.
+        migration = descheduler.migration_args(mode, [namespace], job_ttl=60, workload_limiter=5)
+        doc = descheduler.config(
+            sandbox.kubeconfig, LOW, HIGH, interval=1, abnormalities=1, namespaces=[namespace],
+            node_selector=label, migration=migration,
+        )  # fmt: skip
+        descheduler.start_koord_descheduler(sandbox, doc, name=name)
+        try:
+            yield name, busy
+        finally:
+            stop_scheduler(sandbox, name)
+
+
+def test_koord_descheduler_migration_controller_evicts_by_a_pod_migration_job(
+    sandbox, kube_api, kube_nodes, namespace, crds
+):
+    policy = client.PolicyV1Api(kube_api)
+    directly = descheduler.EVICT_DIRECTLY
+    with migrating(sandbox, kube_api, kube_nodes, namespace, directly, pdb=True) as (name, busy):
+        refused = wait_for(
+            lambda: [
+                line
+                for line in descheduler.log_lines(sandbox, name, descheduler.MIGRATION_FAILED)
+                if "disruption budget" in line
+            ],
+            timeout=30,
+            what="the PodMigrationJob's eviction, refused by the PDB",
+        )
+        held = descheduler.migration_jobs(kube_api, namespace)
+        assert uids(kube_api, namespace, "busy") == busy
+        policy.delete_namespaced_pod_disruption_budget("busy", namespace, _request_timeout=T)
+        evicted = wait_for(
+            lambda: set(busy) - set(uids(kube_api, namespace, "busy")),
+            timeout=30,
+            what="the job's eviction once the PDB is gone",
+        )
+        done = wait_for(
+            lambda: [
+                j
+                for j in descheduler.migration_jobs(kube_api, namespace)
+                if (j.get("status") or {}).get("phase") == "Succeeded"
+            ],
+            timeout=15,
+            what="the PodMigrationJob to succeed",
+        )
+    assert len(held) == 1, held  # one job: the workload's others wait behind it
+    job = done[0]
+    assert job["metadata"]["uid"] == held[0]["metadata"]["uid"]
+    assert job["spec"]["mode"] == descheduler.EVICT_DIRECTLY
+    assert job["spec"]["podRef"]["uid"] in evicted
+    assert job["metadata"]["annotations"]["koordinator.sh/evict-trigger"] == "LowNodeLoad"
+    assert not job["spec"].get("reservationOptions"), job["spec"]  # no Reservation asked for
+    assert held[0]["spec"]["podRef"]["name"] in " ".join(refused)
+    # The configuration it runs (logged whole at --v=2), with the arguments given.
+    used = descheduler.used_config(sandbox, name)
+    wanted = ("defaultJobMode: EvictDirectly", "defaultJobTTL: 1m0s", "duration: 5s")
+    for arg in (*wanted, "maxMigratingPerNode: 2", "evictionPolicy: Eviction"):
+        assert arg in used, used[:3000]
+    # The eviction is the job's: the controller's evictor logs it with the job's trigger.
+    gone = busy[job["spec"]["podRef"]["uid"]]
+    lines = descheduler.log_lines(sandbox, name, descheduler.EVICTED)
+    assert any(gone in line and 'trigger="LowNodeLoad"' in line for line in lines), lines
+
+
+def test_reservation_first_refuses_a_pod_koord_scheduler_did_not_place(
+    sandbox, kube_api, kube_nodes, namespace, crds
+):
+    # Koordinator's default mode: a pod whose schedulerName is not among the controller's
+    # schedulerNames (koord-scheduler) is filtered out, so LowNodeLoad evicts none of them.
+    first = descheduler.RESERVATION_FIRST
+    with migrating(sandbox, kube_api, kube_nodes, namespace, first) as (name, busy):
+        refused = wait_for(
+            lambda: descheduler.log_lines(sandbox, name, descheduler.NOT_RESERVABLE),
+            timeout=30,
+            what="the MigrationController to refuse the hot node's pods",
+        )
+        assert descheduler.migration_jobs(kube_api, namespace) == []
+        assert uids(kube_api, namespace, "busy") == busy
+    assert "pod.schedulerName=default-scheduler" in refused[0], refused[0]

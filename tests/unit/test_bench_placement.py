@@ -114,11 +114,17 @@ def test_summary_and_goals_use_medians():
 
 
 def test_the_peak_contender_scores_with_peak_fit_alone_in_the_default_matrix():
+    # the chart's load score swapped for PeakFit at its weight (tests/unit/test_bench_chart.py:
+    # ballast-lvrb is the chart's profile)
     profile = pl._ballast_config("ballast-peak", "http://watcher")["profiles"][0]
-    assert profile["plugins"]["score"]["enabled"] == [{"name": "PeakFit"}]
-    assert {"name": "TargetLoadPacking"} in profile["plugins"]["score"]["disabled"]
+    assert profile["plugins"]["score"]["enabled"] == [{"name": "PeakFit", "weight": 1}]
+    disabled = profile["plugins"]["score"]["disabled"]
+    assert {"name": "TargetLoadPacking"} in disabled
+    assert {"name": "LoadVariationRiskBalancing"} in disabled
     lvrb = pl._ballast_config("ballast-lvrb", "http://watcher")["profiles"][0]
-    assert lvrb["plugins"]["score"]["enabled"] == [{"name": "LoadVariationRiskBalancing"}]
+    assert lvrb["plugins"]["score"]["enabled"] == [
+        {"name": "LoadVariationRiskBalancing", "weight": 1}
+    ]
     # In every default run (its look-backs in trace time: tests/unit/test_bench_timescale.py),
     # beside the default profile and its A/A twin, whose spread the rule in docs/placement.md reads.
     assert {"ballast-peak", pl.DEFAULT_PROFILE, pl.AA} <= set(pl.CONTENDERS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.rebalance import run as rebalance
+from bench.rebalance import trace
 from sandbox.peers import descheduler
 
 
@@ -95,3 +96,26 @@ def test_quick_covers_every_scenario():
         rebalance.CONTENDERS
     )
     assert set(rebalance.REBALANCERS) <= set(rebalance.CONTENDERS)
+
+
+def test_koord_migration_is_in_the_full_run_not_quick_and_runs_scaled_in_the_trace():
+    migration = rebalance.KOORD_MIGRATION
+    assert migration in rebalance.CONTENDERS
+    # Koordinator as its own configuration evicts: a default of the full run; --quick keeps
+    # to the pairs its verdicts read (docs/benchmarks.md says why).
+    assert migration in rebalance.DEFAULT_CONTENDERS
+    assert migration not in rebalance.QUICK_CONTENDERS
+    plain = rebalance.koord_config("/k", rebalance.KOORD, rebalance.SYNTHETIC)
+    assert plain["profiles"][0]["plugins"]["evict"]["enabled"] == [{"name": "DefaultEvictor"}]
+    doc = rebalance.koord_config("/k", migration, rebalance.SYNTHETIC)
+    (profile,) = doc["profiles"]
+    assert profile["plugins"]["evict"]["enabled"] == [{"name": "MigrationController"}]
+    args = profile["pluginConfig"][0]["args"]
+    assert args["defaultJobMode"] == "EvictDirectly"  # Ballast's scheduler places replacements
+    assert args["namespaces"] == {"include": [rebalance.namespace(migration)]}
+    assert "defaultJobTTL" not in args  # the synthetic scenarios: real time, its defaults
+    assert doc["nodeSelector"] == {"matchLabels": {rebalance.POOL_LABEL: migration}}
+    traced = rebalance.koord_config("/k", migration, trace.TIMING)
+    args = traced["profiles"][0]["pluginConfig"][0]["args"]
+    assert args["defaultJobTTL"] == "9s"  # 5 minutes at 60x, floored at three 3 s requeues
+    assert args["objectLimiters"] == {"workload": {"duration": "5s"}}

@@ -18,6 +18,7 @@ FIXED = {
     ("Trimaran", "watcher fetch"),
     ("Trimaran", "recently bound pods"),
     ("load-watcher", "fetch"),
+    (ts.MIGRATION, "requeue of a job evicting"),
 }
 
 

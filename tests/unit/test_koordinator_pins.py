@@ -66,3 +66,34 @@ def test_the_descheduler_config_evicts_through_the_eviction_api_only():
     }
     assert args["evictableNamespaces"] == {"include": ["t"]}
     assert doc["clientConnection"]["kubeconfig"] == "/k"
+
+
+def test_the_migration_config_evicts_and_filters_through_the_migration_controller():
+    migration = descheduler.migration_args(descheduler.EVICT_DIRECTLY, ["t"], 6, 5)
+    doc = descheduler.config("/k", {"cpu": 45}, {"cpu": 75}, migration=migration)
+    (profile,) = doc["profiles"]
+    for point in ("evict", "filter"):
+        assert profile["plugins"][point] == {
+            "disabled": [{"name": "*"}],
+            "enabled": [{"name": "MigrationController"}],
+        }
+    args = profile["pluginConfig"][0]
+    assert args["name"] == "MigrationController"
+    assert args["args"]["kind"] == "MigrationControllerArgs"
+    assert args["args"]["defaultJobMode"] == "EvictDirectly"
+    assert args["args"]["namespaces"] == {"include": ["t"]}
+    assert args["args"]["defaultJobTTL"] == "6s"
+    assert args["args"]["objectLimiters"] == {"workload": {"duration": "5s"}}
+    # Left out: the controller's own defaults (5 minutes each)
+    plain = descheduler.migration_args()
+    assert "defaultJobTTL" not in plain and "objectLimiters" not in plain
+
+
+def test_jobs_are_counted_by_phase_and_reason():
+    jobs = [
+        {"status": {"phase": "Succeeded"}},
+        {"status": {"phase": "Failed", "reason": "Timeout"}},
+        {"status": {"phase": "Succeeded", "reason": ""}},
+        {"spec": {}},  # not yet looked at
+    ]
+    assert descheduler.job_phases(jobs) == {"Failed Timeout": 1, "Pending": 1, "Succeeded": 2}

@@ -2,15 +2,19 @@
 the moves planned before it in place. A hand-made case (replicas 1/1/1 over three zones, maxSkew
 1) and a property over random clusters with every constraint kind the differential generator
 makes: each approved target is feasible for the profile on that cluster, and the profile's best
-node there is not the node the pod left."""
+node there is neither the node the pod left nor another hot node, with every node's CPU read up
+to the load margin off."""
 
 from __future__ import annotations
 
+import copy
 import random
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.config.profiles import build_profiles
 from scheduler.framework import CPU, CycleState, MetricStats, NodeLoad, PodInfo, Snapshot
@@ -22,6 +26,7 @@ from scheduler.framework.clusterindex import (
     STORAGE_CLASSES,
     object_key,
 )
+from scheduler.framework.profile import Profile, ScoreParts
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import TrialEdit, snapshot_of
 from scheduler.framework.workloads import (
@@ -44,10 +49,12 @@ from scheduler.rebalancer.judge import (
     replacement_of,
     terminating,
 )
+from scheduler.rebalancer.margin import LoadMargin
 from scheduler.rebalancer.settings import ResourceRule
 from tests.differential import scenario
 
 RULES = (ResourceRule("cpu", "avg", 80.0, 50.0),)
+CHART_VALUES = Path(__file__).parents[2] / "charts" / "ballast" / "values.yaml"
 ZONE = scenario.ZONE
 PROFILE = build_profiles(settings.parse({"profiles": [{"schedulerName": "ballast"}]}).scheduler)[
     "ballast"
@@ -167,9 +174,11 @@ def test_the_plan_leaves_the_snapshot_as_it_found_it():
     loads = {"hot": cpu_load(95), "cold-a": cpu_load(20), "cold-b": cpu_load(20)}
     snap = snapshot_of(nodes, placed, loads)
     snap.recent_cpu_m = {"cold-b": 100}
-    plan = judge().plan(view_of(snap), ["hot"], snap)
+    figures = copy.deepcopy(loads)
+    plan = judge(load_margin=5.0).plan(view_of(snap), ["hot"], snap)
     assert len(plan.moves) == 1
     assert snap.recent_cpu_m == {"cold-b": 100}
+    assert snap.loads is loads and loads == figures  # the load margin read copies
     assert {n: set(i.pods) for n, i in snap.nodes.items()} == {
         "hot": {"uid-app-web-0"},
         "cold-a": set(),
@@ -205,7 +214,7 @@ def preferring(weights: dict[str, int]) -> PodInfo:
         (20, 65, "warm", "", ""),
         (45, 65, "warm", "", ""),
         (20, 78, "", ELSEWHERE, "warm (normal; with the pod over high or not known) scores"),
-        (100, 65, "", GOES_BACK, "hot scores 201, warm 221: not more than 20 points apart"),
+        (100, 65, "warm", "", ""),
     ],
 )
 def test_the_replacement_goes_where_the_scheduler_puts_it(weight, warm, target, reason, detail):
@@ -213,7 +222,8 @@ def test_the_replacement_goes_where_the_scheduler_puts_it(weight, warm, target, 
     # (`weight`). Scored with every feasible node, as the cycle scores them, the warm node is
     # the scheduler's pick, not the cold target: the relief is booked there while it stays
     # under high with the pod (at 65 %, +3.75 %); at 78 % the pod would make it hot, so the pod
-    # stays. At weight 100 the hot node ties the warm one: it could come back.
+    # stays. At weight 100 the hot node ties the warm one on affinity and the loads decide, 30
+    # points apart: 5 points either way (the load margin) cannot hand it back (204 to 218).
     nodes = [
         node_doc(n, labels={"tier": t}) for n, t in (("hot", "s"), ("cold", "t"), ("warm", "x"))
     ]
@@ -242,7 +252,7 @@ def test_a_third_node_that_outscores_the_target_gets_the_replacement():
         {**snap.loads, "third": cpu_load(55)},
     )
     snap.now = 120.0
-    plan = judge(score_margin=0).plan(view_of(snap), ["hot"], snap)
+    plan = judge().plan(view_of(snap), ["hot"], snap)
     assert [(m.target, m.target_usage) for m in plan.moves] == [("third", {"cpu": 55})]
 
 
@@ -277,27 +287,119 @@ def spread_cluster(cold: float, extra: list[tuple[PodInfo, str]] = ()) -> Snapsh
     return snap
 
 
+MARGIN = "CPU read up to 5 points off (loadMargin)"
+
+
 @pytest.mark.parametrize(
-    ("cold", "margin", "reason", "detail"),
+    ("cold", "load", "points", "reason", "detail"),
     [
-        (20, 0, "", ""),
-        (20, 20, GOES_BACK, "hot scores 200, cold 213: not more than 20 points apart"),
-        (20, 12, "", ""),
-        (20, 13, GOES_BACK, "hot scores 200, cold 213: not more than 13 points apart"),
-        (30, 20, "", ""),
+        (20, 0, 0, "", ""),
+        (20, 0, 20, GOES_BACK, "hot scores 200, cold 213: not more than 20 points apart"),
+        (20, 5, 0, "", ""),
+        (20, 5, 4, GOES_BACK, f"hot scores 202, cold 206, {MARGIN}: not more than 4 points apart"),
+        (30, 0, 0, "", ""),
+        (30, 0, 20, "", ""),
+        (30, 2, 0, "", ""),
+        (30, 5, 0, GOES_BACK, f"hot scores 202, cold 170, {MARGIN}"),
     ],
 )
-def test_a_near_tie_with_the_hot_node_is_refused(cold, margin, reason, detail):
-    # At 20 % the cold node wins by 13 points (213 vs 200), spreading's points favouring the hot
-    # node: a judge without a margin approves, and a few seconds' newer load on either node
-    # can hand the replacement back to the hot node. At 30 % it wins by 28.
+def test_a_few_points_of_load_that_hand_the_pod_back_refuse_the_move(
+    cold, load, points, reason, detail
+):
+    # Spreading gives the hot node (no replica left) 200 points, the cold one 132: the load
+    # must make up for it. At 20 % the cold node wins by 13 (213 to 200); read up to 5 points
+    # off, each node the way that favours the hot one, by 4 (206 to 202): TargetLoadPacking
+    # rises to its 40 % target, so the cold node (27.5 % with the pod) reads worst cooler. The
+    # old rule (`scoreMargin: 20`, no load margin) refused it. At 30 % (37.5 % with the pod) the
+    # cold node wins by 28 (the old rule approved it), but 5 points hotter it passes
+    # TargetLoadPacking's target, where the score drops from 100 to 40: 170 against the hot
+    # node's 202, and the scheduler reading the window a poll later could put the pod back.
     snap = spread_cluster(cold)
-    plan = judge(score_margin=margin).plan(view_of(snap), ["hot"], snap)
+    plan = judge(load_margin=load, score_margin=points).plan(view_of(snap), ["hot"], snap)
     if reason:
         assert plan.moves == []
         assert [(s.reason, s.detail) for s in plan.skips] == [(reason, detail)]
     else:
         assert [m.target for m in plan.moves] == ["cold"] and plan.skips == []
+
+
+def chart_profile() -> tuple[Profile, victims.Estimator]:
+    """The judging profile as the chart deploys it (LoadVariationRiskBalancing alone), with
+    its estimator."""
+    doc = yaml.safe_load(CHART_VALUES.read_text())
+    config = {k: v for k, v in doc["scheduler"]["config"].items() if k != "leaderElection"}
+    cfg = settings.parse({**config, "rebalancer": doc["rebalancer"]["config"]})
+    profile = build_profiles(cfg.scheduler)[cfg.rebalancer.profile]
+    return profile, victims.Estimator.for_profile(profile)
+
+
+@pytest.mark.parametrize(
+    ("load", "points", "moved", "detail"),
+    [
+        (5, 0, True, ""),
+        (0, 20, False, "hot scores 250, cold 267: not more than 20 points apart"),
+    ],
+)
+def test_the_chart_s_profile_moves_a_pod_off_95_percent_to_a_node_left_at_65(
+    load, points, moved, detail
+):
+    # LoadVariationRiskBalancing scores (1 - (mu + sigma) / 2) x 100: half a point per point
+    # of use. The hot node at 95 % with the 20 % pod counted back scores 50 (its use clamped at
+    # 100 %), the cold node at 45 % with it (65 %) 67, spreading 200 each: 17 apart, refused by
+    # the old rule's 20 points, which asked for about 40 points of CPU between them. Read 5
+    # points off, each the way that favours the hot node: 250 against 265, still the cold one.
+    profile, est = chart_profile()
+    assert "TargetLoadPacking" not in {p.name for p, _ in profile.scores}
+    nodes = [node_doc(n) for n in ("hot", "cold", "busy")]
+    placed = [(spreading(0, "800m"), "hot"), (spreading(1, "800m"), "busy")]
+    loads = {"hot": cpu_load(95), "cold": cpu_load(45), "busy": cpu_load(70)}
+    snap = snapshot_of(nodes, placed, loads)
+    s = settings.RebalancerSettings(load_margin=load, score_margin=points)
+    plan = Judge(profile, s, est, lambda w: False).plan(view_of(snap), ["hot"], snap)
+    if moved:
+        assert [(m.target, m.target_after) for m in plan.moves] == [("cold", {"cpu": 65.0})]
+    else:
+        assert plan.moves == [] and [(k.reason, k.detail) for k in plan.skips] == [
+            (GOES_BACK, detail)
+        ]
+
+
+def test_the_chart_s_profile_keeps_a_pod_a_few_points_of_load_would_bring_back():
+    # Spreading favours the hot node (no replica left) over the cold one (one of eleven);
+    # LoadVariationRiskBalancing (hot at 95 %, cold at 36 % + 5 % with the pod) makes it up by 3
+    # points, 250 to 253: approved without a margin, but with the hot node read 5 points cooler
+    # and the cold one 5 hotter, 252 against 251.
+    profile, est = chart_profile()
+    nodes = [node_doc(n) for n in ("hot", "cold", "busy")]
+    placed = [(spreading(0), "hot"), (spreading(1), "cold")]
+    placed += [(spreading(i), "busy") for i in range(2, 12)]
+    loads = {"hot": cpu_load(95), "cold": cpu_load(36), "busy": cpu_load(60)}
+    snap = snapshot_of(nodes, placed, loads)
+    for load, moved in ((0, ["cold"]), (5, [])):
+        s = settings.RebalancerSettings(load_margin=load)
+        plan = Judge(profile, s, est, lambda w: False).plan(view_of(snap), ["hot"], snap)
+        assert [m.target for m in plan.moves] == moved
+    assert [(k.reason, k.detail) for k in plan.skips] == [
+        (GOES_BACK, f"hot scores 252, cold 251, {MARGIN}")
+    ]
+
+
+def test_a_lead_spreading_ties_is_enough_with_target_load_packing():
+    # The shape of the benchmark's drift seed 3: spreading gives the hot node and the cold one
+    # 200 each (neither holds a replica once the victim is gone), TargetLoadPacking the hot node
+    # 0 (95 % + the pod's 30 %) and the cold one 17 (45 % + 30 % = 75 %, past its 40 % target).
+    # The old rule refused it for two minutes ("not more than 20 points apart"); read 5 points
+    # off, the cold node still leads (213 to 200).
+    nodes = [node_doc(n) for n in ("hot", "cold", "busy")]
+    placed = [(spreading(0, "800m"), "hot")] + [(spreading(i, "800m"), "busy") for i in (1, 2)]
+    loads = {"hot": cpu_load(95), "cold": cpu_load(45), "busy": cpu_load(70)}
+    snap = snapshot_of(nodes, placed, loads)
+    old = judge(load_margin=0, score_margin=20).plan(view_of(snap), ["hot"], snap)
+    assert [(k.reason, k.detail) for k in old.skips] == [
+        (GOES_BACK, "hot scores 200, cold 217: not more than 20 points apart")
+    ]
+    plan = judge().plan(view_of(snap), ["hot"], snap)
+    assert [(m.target, m.target_after) for m in plan.moves] == [("cold", {"cpu": 75.0})]
 
 
 def bound(pod: PodInfo, at: str) -> PodInfo:
@@ -313,10 +415,10 @@ def bound(pod: PodInfo, at: str) -> PodInfo:
 def test_pods_the_scheduler_bound_lately_count_on_their_node(at, counted):
     # A pod predicted at 1.5 cores bound on the cold node at 90 s: the newest sample (100 s) is
     # within the provider's lag (15 s) of the bind, so the scheduler still adds its predicted
-    # CPU there, and so does the judge: the cold node at 30 % + 37.5 % loses TargetLoadPacking's
+    # CPU there, and so does the judge: the cold node at 20 % + 37.5 % loses TargetLoadPacking's
     # points and no longer beats the hot node. Bound at 60 s, the sample shows it: counted once.
     other = bound(replica({"metadata": {"name": "new"}, "spec": _cpu("1000m")}, "b", "b-rs"), at)
-    snap = spread_cluster(30, [(other, "cold")])
+    snap = spread_cluster(20, [(other, "cold")])
     j = judge()
     assert ESTIMATOR.use(other, CPU) == 1500
     assert j.recently_bound(snap) == ({"cold": 1500} if counted else {})
@@ -530,37 +632,68 @@ def random_state(
         max_per_round=rng.randint(2, 6),
         max_per_namespace=rng.randint(2, 6),
         targets_must_be_cold=rng.random() < 0.7,
-        score_margin=rng.choice((0, 10, 20, 50)),
+        load_margin=rng.choice((0.0, 2.0, 5.0, 10.0)),
+        score_margin=rng.choice((0, 0, 10, 20)),
     )
     return snap, s, features
 
 
-def misjudged(move: Move, replacement: PodInfo, snap: Snapshot, when: str, margin: int) -> str:
-    """Why the scheduler, on the snapshot as it is, would not let the move stand: the target
-    fails the filters, or the source scores best or within `margin` of the target; "" when it
-    would, or when nothing is feasible (`when` "terminating": the replacement then waits for
-    the deletion)."""
-    state = CycleState()
-    feasible, why = PROFILE.filter(replacement, list(snap.nodes.values()), snap, state)
+def readings(snap: Snapshot, points: float) -> list[Snapshot]:
+    """The snapshot as it is and with every node's CPU read `points` cooler and hotter (within
+    0..100), rebuilt from the loads' figures here rather than by the judge's margin.py."""
+    out = [snap]
+    for shift in (-points, points) if points else ():
+        loads = {
+            name: cpu_load(min(max(load.metrics[CPU].avg + shift, 0.0), 100.0))
+            for name, load in snap.loads.items()
+        }
+        out.append(Snapshot(snap.nodes, loads, snap.now, snap.recent_cpu_m, snap.cluster))
+    return out
+
+
+def misjudged(
+    move: Move,
+    replacement: PodInfo,
+    snap: Snapshot,
+    when: str,
+    s: settings.RebalancerSettings,
+    hot: set[str],
+) -> str:
+    """Why the scheduler, on the snapshot as it is, might not let the move stand: the target
+    fails the filters; or, with each node's CPU read up to `loadMargin` off (each node at its
+    lowest and highest score over the readings), the source's highest is not more than
+    `scoreMargin` under the best lowest of the nodes that are neither the source nor hot, or a
+    hot node's highest reaches it. "" when the move stands, or when nothing is feasible (`when`
+    "terminating": the replacement then waits for the deletion)."""
+    feasible, why = PROFILE.filter(replacement, list(snap.nodes.values()), snap, CycleState())
     names = [n.name for n in feasible]
     if not names and when == "terminating":
         return ""
     if move.target not in names:
         return f"{move.pod.key} -> {move.target} {when}: {why.get(move.target)}"
-    if move.source in names and len(names) > 1:
-        scores = PROFILE.score(replacement, feasible, snap, state)
-        if scores[move.source] >= max(scores.values()):
-            return f"{move.pod.key} {when}: {move.source} scores best {scores}"
-        if scores[move.target] - scores[move.source] <= margin:
-            return f"{move.pod.key} {when}: {move.source} within {margin} of the target {scores}"
+    if len(names) < 2:
+        return ""
+    scored = [
+        PROFILE.score(replacement, feasible, r, CycleState()) for r in readings(snap, s.load_margin)
+    ]
+    low = {n: min(sc[n] for sc in scored) for n in names}
+    high = {n: max(sc[n] for sc in scored) for n in names}
+    best = max(low[n] for n in names if n != move.source and n not in hot)
+    for n in names:
+        apart = s.score_margin if n == move.source else 0
+        if (n == move.source or n in hot) and best - high[n] <= apart:
+            return f"{move.pod.key} {when}: {n} may score {high[n]}, the best other {best} {scored}"
     return ""
 
 
-def violations(plan: Plan, snap: Snapshot, margin: int) -> list[str]:
+def violations(
+    plan: Plan, snap: Snapshot, s: settings.RebalancerSettings, hot: set[str]
+) -> list[str]:
     """Each planned move replayed in order on the snapshot, the earlier moves' replacements on
     their targets (with their predicted CPU as recently bound): with the victims deleted, the
-    target must pass the profile's filters and the source must not have the best score; the
-    same with the victims terminating, unless nothing is feasible then."""
+    target must pass the profile's filters and neither the source nor a hot node may be the
+    scheduler's pick with the CPU read up to the load margin off (`misjudged`); the same with
+    the victims terminating, unless nothing is feasible then."""
     found = []
     edits: list[TrialEdit] = []
     recent = dict(snap.recent_cpu_m)
@@ -570,12 +703,12 @@ def violations(plan: Plan, snap: Snapshot, margin: int) -> list[str]:
             edits.append(gone)
             gone.remove(move.pod)
             replacement = replacement_of(move.pod)
-            found.append(misjudged(move, replacement, snap, "deleted", margin))
+            found.append(misjudged(move, replacement, snap, "deleted", s, hot))
             with ExitStack() as dies:
                 for victim in plan.moves[: plan.moves.index(move) + 1]:
                     dying = dies.enter_context(TrialEdit(snap, snap.nodes[victim.source]))
                     dying.add(terminating(victim.pod))
-                found.append(misjudged(move, replacement, snap, "terminating", margin))
+                found.append(misjudged(move, replacement, snap, "terminating", s, hot))
             arrive = TrialEdit(snap, snap.nodes[move.target])
             edits.append(arrive)
             arrive.add(replacement)
@@ -590,7 +723,41 @@ def violations(plan: Plan, snap: Snapshot, margin: int) -> list[str]:
     return [f for f in found if f]
 
 
-def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
+@pytest.mark.parametrize("chart", [False, True])
+def test_the_margin_scores_each_node_at_its_worst_reading_as_the_whole_profile_would(chart):
+    # margin.py scores again only the plugins that read loads and keeps the others' part, and
+    # for the chart's profile (LoadVariationRiskBalancing, whose score falls with use) reads
+    # the loads once, each node the way against the move; the whole profile on each reading,
+    # here, must give the same lowest and highest per node.
+    profile = chart_profile()[0] if chart else PROFILE
+    checked = moved = 0
+    for seed in range(40):
+        snap, _, _ = random_state(seed)
+        for node in snap.nodes.values():
+            for pod in list(node.pods.values())[:2]:
+                pending = replacement_of(pod)
+                feasible, _ = profile.filter(pending, list(snap.nodes.values()), snap, CycleState())
+                if len(feasible) < 2:
+                    continue
+                parts = ScoreParts()
+                profile.score(pending, feasible, snap, CycleState(), parts)
+                favoured = set(parts.names[::2])
+                seen = LoadMargin(snap.loads, 5.0).worst(
+                    profile, pending, feasible, snap, parts, favoured
+                )
+                scored = [
+                    profile.score(pending, feasible, r, CycleState()) for r in readings(snap, 5.0)
+                ]
+                want = {
+                    n: (min if n in favoured else max)(sc[n] for sc in scored) for n in parts.names
+                }
+                assert seen == want, seed
+                checked += 1
+                moved += seen != dict(zip(parts.names, parts.totals.tolist(), strict=True))
+    assert checked >= 100 and moved >= checked // 2, (checked, moved)
+
+
+def test_approved_moves_are_feasible_and_not_best_at_home_within_the_load_margin():
     moves = refused = 0
     kinds: set[str] = set()
     bad: list[str] = []
@@ -600,7 +767,8 @@ def test_approved_moves_are_feasible_and_not_best_at_home_on_random_clusters():
         before = {n: set(i.pods) for n, i in snap.nodes.items()}
         plan = Judge(PROFILE, s, ESTIMATOR, lambda w: False).plan(view, hot_nodes(view), snap)
         assert {n: set(i.pods) for n, i in snap.nodes.items()} == before, seed
-        bad += [f"seed {seed}: {v}" for v in violations(plan, snap, s.score_margin)]
+        hot = set(hot_nodes(view))
+        bad += [f"seed {seed}: {v}" for v in violations(plan, snap, s, hot)]
         moves += len(plan.moves)
         kinds.update(k for m in plan.moves for k in features[m.pod.key])
         refused += sum(s.reason in (NO_TARGET, GOES_BACK) and s.pod != "" for s in plan.skips)

@@ -57,6 +57,17 @@ def test_min_relief_setting():
         parse({"minRelief": -1})
 
 
+def test_load_margin_and_score_margin_settings():
+    # The load margin on (one poll of the watcher's window, at most), the score margin off.
+    assert (parse({}).load_margin, parse({}).score_margin) == (5.0, 0)
+    s = parse({"loadMargin": 2.5, "scoreMargin": 10})
+    assert (s.load_margin, s.score_margin) == (2.5, 10)
+    assert parse({"loadMargin": 0}).load_margin == 0.0
+    for bad in ({"loadMargin": -1}, {"loadMargin": 101}, {"loadMargin": "5%"}):
+        with pytest.raises(ConfigError, match="loadMargin"):
+            parse(bad)
+
+
 def test_min_replicas_and_namespace_selector_settings():
     s = parse({})
     assert s.min_replicas == 2 and s.namespace_selector.everything

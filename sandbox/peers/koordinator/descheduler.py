@@ -1,11 +1,15 @@
 """koord-descheduler against the sandbox: LowNodeLoad on the NodeMetric objects, evicting through
-the Eviction API.
+the Eviction API, itself or through its MigrationController.
 
-Koordinator's own configuration evicts through its MigrationController, which reserves room
-for the replacement with a Reservation that koord-scheduler places. Here DefaultEvictor is the
-one evict and filter plugin instead: it calls the Eviction API directly (PodDisruptionBudgets
-enforced by the apiserver) and never evicts bare, DaemonSet or system-critical pods, as the
-rebalancers it is compared with do. LowNodeLoad is not on by default: it is enabled under
+By default DefaultEvictor is the one evict and filter plugin: it calls the Eviction API directly
+(PodDisruptionBudgets enforced by the apiserver) and never evicts bare, DaemonSet or
+system-critical pods, as the rebalancers it is compared with do. With `migration` (the
+arguments `migration_args` writes) the MigrationController is both instead, as in Koordinator's
+own configuration (config/manager/descheduler-config.yaml): each eviction becomes a
+PodMigrationJob that its arbitrator admits under per-node and per-workload limits before the
+controller evicts. Its default mode, ReservationFirst, first has koord-scheduler place a
+Reservation and the replacement bind into it; EvictDirectly evicts at once and leaves the
+replacement to the pod's own scheduler. LowNodeLoad is not on by default: it is enabled under
 `balance`. A node counts as hot only after more than `consecutiveAbnormalities` rounds above
 `highThresholds`; koord-descheduler reads a node's usage as `systemUsage` plus its pods'
 `podsMetric`, and refuses to act with fewer than 2 Ready nodes.
@@ -18,21 +22,32 @@ from typing import Any
 
 import requests
 import yaml
+from kubernetes import client
 
 from sandbox.cluster import build, processes, versions
 from sandbox.cluster.controlplane import ControlPlane
 
 LOW_NODE_LOAD = "LowNodeLoad"
 DEFAULT_EVICTOR = "DefaultEvictor"
+MIGRATION_CONTROLLER = "MigrationController"
+# PodMigrationJob modes (apis/scheduling/v1alpha1): the default reserves room first.
+EVICT_DIRECTLY, RESERVATION_FIRST = "EvictDirectly", "ReservationFirst"
 API_VERSION = "descheduler/v1alpha2"
 # LowNodeLoad's defaults (apis/config/v1alpha2/defaults.go); a partial anomalyCondition zeroes
 # the fields it leaves out, so `config` always writes all three.
 ANOMALY_TIMEOUT_SECONDS = 60.0
 CONSECUTIVE_ABNORMALITIES = 5
 CONSECUTIVE_NORMALITIES = 3
+# PodMigrationJob's group and version (config/crd/bases).
+SCHEDULING_GROUP, SCHEDULING_VERSION = "scheduling.koordinator.sh", "v1alpha1"
+REQUEST_TIMEOUT = 10.0
 # The log line of an eviction the apiserver refused (a PDB at its limit answers 429).
 EVICTION_FAILED = "Error evicting pod"
 EVICTED = "Evicted pod"
+# The MigrationController's refusal, in ReservationFirst, of a pod another scheduler placed.
+NOT_RESERVABLE = "can not be migrated by ReservationFirst mode"
+# The MigrationController's log line of a job whose step failed (an eviction refused: a retry).
+MIGRATION_FAILED = "Failed to reconcile MigrationJob"
 # LowNodeLoad's round with a node above high that is not yet anomalous (logged at --v=4).
 NOT_ANOMALOUS = "None of the nodes were detected as anomalous"
 
@@ -50,11 +65,13 @@ def config(
     per_node: int | None = None,
     total: int | None = None,
     metric_expiration: int | None = None,
+    migration: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A DeschedulerConfiguration running LowNodeLoad every `interval` seconds on thresholds in
     percent of allocatable (e.g. low {"cpu": 45, "memory": 55}, high {"cpu": 75, ...}).
     `namespaces` limits the evictable namespaces, `node_selector` (labels) the nodes it looks at;
-    `per_node` and `total` are its eviction limits per run."""
+    `per_node` and `total` are its eviction limits per run. `migration`: MigrationController's
+    arguments (`migration_args`), which then evicts and filters in DefaultEvictor's place."""
     args: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "LowNodeLoadArgs",
@@ -70,6 +87,8 @@ def config(
         args["evictableNamespaces"] = {"include": namespaces}
     if metric_expiration is not None:
         args["nodeMetricExpirationSeconds"] = metric_expiration
+    evictor = MIGRATION_CONTROLLER if migration is not None else DEFAULT_EVICTOR
+    evictor_args = migration or {"apiVersion": API_VERSION, "kind": "DefaultEvictorArgs"}
     doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "DeschedulerConfiguration",
@@ -83,17 +102,11 @@ def config(
                 "plugins": {
                     "deschedule": {"disabled": [{"name": "*"}]},
                     "balance": {"disabled": [{"name": "*"}], "enabled": [{"name": LOW_NODE_LOAD}]},
-                    "evict": {"disabled": [{"name": "*"}], "enabled": [{"name": DEFAULT_EVICTOR}]},
-                    "filter": {
-                        "disabled": [{"name": "*"}],
-                        "enabled": [{"name": DEFAULT_EVICTOR}],
-                    },
+                    "evict": {"disabled": [{"name": "*"}], "enabled": [{"name": evictor}]},
+                    "filter": {"disabled": [{"name": "*"}], "enabled": [{"name": evictor}]},
                 },
                 "pluginConfig": [
-                    {
-                        "name": DEFAULT_EVICTOR,
-                        "args": {"apiVersion": API_VERSION, "kind": "DefaultEvictorArgs"},
-                    },
+                    {"name": evictor, "args": evictor_args},
                     {"name": LOW_NODE_LOAD, "args": args},
                 ],
             }
@@ -106,6 +119,36 @@ def config(
     if total is not None:
         doc["maxNoOfPodsToEvictTotal"] = total
     return doc
+
+
+def migration_args(
+    mode: str = EVICT_DIRECTLY,
+    namespaces: list[str] | None = None,
+    job_ttl: float | None = None,
+    workload_limiter: float | None = None,
+) -> dict[str, Any]:
+    """MigrationControllerArgs as Koordinator's own configuration writes them (evictionPolicy
+    Eviction, 10 evictions a second, burst 1) in `mode`, evicting only in `namespaces`. The
+    rest are its defaults (apis/config/v1alpha2/defaults.go): at most 2 pods migrating per
+    node; per workload 1 pod migrating or unavailable of up to 3 replicas, 2 of 4-10, 10 %
+    above, and never one of a single replica; a job fails after `job_ttl` seconds (5 minutes),
+    and a workload loses at most that many pods per `workload_limiter` seconds (5 minutes).
+    The trace scales the last two (docs/trace.md)."""
+    args: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "MigrationControllerArgs",
+        "defaultJobMode": mode,
+        "evictionPolicy": "Eviction",
+        "evictQPS": "10",
+        "evictBurst": 1,
+    }
+    if namespaces:
+        args["namespaces"] = {"include": namespaces}
+    if job_ttl is not None:
+        args["defaultJobTTL"] = f"{job_ttl:g}s"
+    if workload_limiter is not None:
+        args["objectLimiters"] = {"workload": {"duration": f"{workload_limiter:g}s"}}
+    return args
 
 
 def start_koord_descheduler(
@@ -132,6 +175,35 @@ def start_koord_descheduler(
 
 def log_lines(plane: ControlPlane, name: str, marker: str) -> list[str]:
     """The lines of the descheduler's log holding `marker` (EVICTED, EVICTION_FAILED, ...)."""
+    return [line for line in _log(plane, name).splitlines() if marker in line]
+
+
+def used_config(plane: ControlPlane, name: str) -> str:
+    """The configuration the descheduler logged it runs (at --v=2: defaults filled in, YAML)."""
+    _, found, rest = _log(plane, name).partition('"Using component config" config=<')
+    return rest.split("\n >", 1)[0] if found else ""
+
+
+def _log(plane: ControlPlane, name: str) -> str:
     log = plane.log_dir / f"{name}.log"
-    text = log.read_text(errors="replace") if log.is_file() else ""
-    return [line for line in text.splitlines() if marker in line]
+    return log.read_text(errors="replace") if log.is_file() else ""
+
+
+def migration_jobs(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    """The PodMigrationJobs (cluster-scoped) for pods of `namespace`."""
+    listed = client.CustomObjectsApi(api).list_cluster_custom_object(
+        SCHEDULING_GROUP, SCHEDULING_VERSION, "podmigrationjobs", _request_timeout=REQUEST_TIMEOUT
+    )
+    jobs = listed.get("items") or []
+    return [j for j in jobs if (j["spec"].get("podRef") or {}).get("namespace") == namespace]
+
+
+def job_phases(jobs: list[dict[str, Any]]) -> dict[str, int]:
+    """How many jobs end how: "Succeeded", "Failed Timeout" (phase and reason), "Pending" for
+    one the controller has not yet looked at."""
+    phases: dict[str, int] = {}
+    for job in jobs:
+        status = job.get("status") or {}
+        key = " ".join(filter(None, (status.get("phase"), status.get("reason")))) or "Pending"
+        phases[key] = phases.get(key, 0) + 1
+    return dict(sorted(phases.items()))
