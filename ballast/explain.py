@@ -155,9 +155,13 @@ def _peak_lines(scores: dict[str, Any]) -> list[str]:
                 mean, sigma = _amount(p["mean"], resource), _amount(p["sigma"], resource)
                 why += f": mean {mean} + {sigma}"
             why += " (" + ", ".join(t for k, t in terms.items() if k != p["won"]) + ")"
+            asked = ""
+            if p.get("requested"):  # requestsTerm: the score reads the larger share
+                pct = 100 * p["requested"] / p["allocatable"] if p["allocatable"] else 0.0
+                asked = f"; requests with the pod {_amount(p['requested'], resource)} ({pct:.0f}%)"
             out.append(
                 f"  {row['node']} {resource}: peak {head} ({share:.0f}%) = {why}; "
-                f"the pod adds {_amount(p['podShare'], resource)}"
+                f"the pod adds {_amount(p['podShare'], resource)}{asked}"
                 + (f"; {counted}" if resource == "cpu" else "")
             )
     return out

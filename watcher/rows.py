@@ -89,8 +89,11 @@ def stamp(maxima: np.ndarray, stamps: np.ndarray, idx: np.ndarray, at: float, bu
     return slot
 
 
-def recent(stamps: np.ndarray, idx: np.ndarray, now: float, bucket: float) -> np.ndarray:
-    """rows x HOURS: the slots of rows `idx` that hold one of the last HOURS buckets."""
+def recent(
+    stamps: np.ndarray, idx: np.ndarray, now: float, bucket: float, last: int = HOURS
+) -> np.ndarray:
+    """rows x HOURS: the slots of rows `idx` that hold one of the `last` buckets (`now`'s
+    included)."""
     number = int(now // bucket)
     age = (np.uint16(number % 65536) - stamps[idx]).astype(np.uint16)
-    return age < HOURS
+    return age < last

@@ -28,6 +28,11 @@ from watcher.podstats import DIGITS, RESOURCES, PodKey, column
 from watcher.rows import HOURS, KeyedRows, recent, stamp
 
 ROWS = ("maxima", "stamps", "last")
+# `recentMax`: the most one replica used in the current bucket and the two before it (2 to 3
+# hours by default): PeakFit's `lookBack: recent`. The offline study of issue 45
+# (bench/placement/online.py, docs/peak-model.md) found a workload's last 3 buckets the best
+# predictor of its next hours on the trace, better than its day (2 or 4 buckets did worse).
+RECENT_BUCKETS = 3
 
 
 class WorkloadHistory(KeyedRows[str]):
@@ -83,15 +88,18 @@ class WorkloadHistory(KeyedRows[str]):
 
     def doc(self, now: float) -> dict[str, Any]:
         """The `workloadHistory` section of /api/v1/pods (docs/peak-model.md), column by
-        column: per workload the most one replica used over the last HOURS buckets (`max`),
-        the mean of the held buckets' maxima (`bucketMean`) and how many buckets hold data."""
+        column: per workload the most one replica used over the last HOURS buckets (`max`)
+        and over the last RECENT_BUCKETS (`recentMax`, 0 when they hold nothing), the mean of
+        the held buckets' maxima (`bucketMean`) and how many buckets hold data."""
         keys = list(self.slots)
         idx = np.array([self.slots[k] for k in keys], dtype=np.int64)
         held = self._held(idx, now)
+        fresh = held & recent(self.stamps, idx, now, self.bucket, RECENT_BUCKETS)
         count = held.sum(axis=1)
         out: dict[str, Any] = {
             "peakBucket": self.bucket,
             "buckets": HOURS,
+            "recentBuckets": RECENT_BUCKETS,
             "workloads": keys,
             "held": count.tolist(),
             "last": self.last[idx].round(3).tolist(),
@@ -99,8 +107,10 @@ class WorkloadHistory(KeyedRows[str]):
         for r, resource in enumerate(RESOURCES):
             values = np.where(held, self.maxima[idx, r, :], 0.0).astype(np.float64)
             top = values.max(axis=1, initial=0.0)
+            latest = np.where(fresh, values, 0.0).max(axis=1, initial=0.0)
             mean = values.sum(axis=1) / np.maximum(count, 1)
-            out[resource] = {"max": column(top, DIGITS[r]), "bucketMean": column(mean, DIGITS[r])}
+            out[resource] = {"max": column(top, DIGITS[r]), "recentMax": column(latest, DIGITS[r]),
+                             "bucketMean": column(mean, DIGITS[r])}  # fmt: skip
         return out
 
     def encode(self) -> bytes:

@@ -128,11 +128,16 @@ def hindsight(
 
 
 def demand(
-    setup: pt.Setup, contender: str, start: float, seconds: int, slack: float = BIND_SLACK
+    setup: pt.Setup,
+    contender: str,
+    start: float,
+    seconds: int,
+    slack: float = BIND_SLACK,
+    first: int = 0,
 ) -> tuple[list[list[float]], list[list[float]]]:
-    """(each node's background, each pod's use) in millicores, each second from `start` (the
-    replay's start, wall time), with the simulator's own functions; the player starts at
-    `start`."""
+    """(each node's background, each pod's use) in millicores, each second from `start + first`
+    to `start + seconds` (`start`: the replay's start, wall time; `first` < 0 reaches before
+    it), with the simulator's own functions; the player starts at `start`."""
     setup.player.start(start)
     uses = [
         PodUse(
@@ -145,7 +150,7 @@ def demand(
         for j, p in enumerate(setup.pods)
     ]
     background, pods = [], []
-    for s in range(seconds):
+    for s in range(first, seconds):
         at = start + s
         idle = pl.true_cpu(contender, setup.nodes, setup.pods, {}, setup.config, at)
         background.append([c * n.cpu * 10.0 for c, n in zip(idle, setup.nodes, strict=True)])

@@ -158,6 +158,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # pod counted, would pass a threshold (LoadThreshold, its defaults: 80 % CPU).
     "ballast-lvrb-threshold": ("ballast-lvrb", {}),
     AA: ("ballast-lvrb", {}),
+    # issue 45's online study (bench/placement/online.py, docs/peak-model.md): each pod at
+    # its workload's last 3 buckets' most, the requests' share beside the predicted peak
+    "ballast-peak-recent": (PEAK, {"lookBack": "recent", "requestsTerm": True, "nodePeak": False}),
 }
 EXTRA_FILTERS = {"ballast-lvrb-threshold": "LoadThreshold"}
 DESCRIPTIONS = {
@@ -537,7 +540,9 @@ def ballast_profile(contender: str) -> dict[str, Any]:
         section["disabled"] = [r for r in section.get("disabled", []) if r["name"] not in loads]
         section["disabled"] += [{"name": n} for n in sorted(loads - {score})]
     if args:
-        plugin = TARGET_LOAD_PACKING if base == "ballast-tlp" else LOAD_VARIATION_RISK_BALANCING
+        plugin = {"ballast-tlp": TARGET_LOAD_PACKING, PEAK: PEAK_FIT}.get(
+            base, LOAD_VARIATION_RISK_BALANCING
+        )
         configs = profile.setdefault("pluginConfig", [])
         config = next((c for c in configs if c["name"] == plugin), None)
         if config is None:

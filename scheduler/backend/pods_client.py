@@ -125,13 +125,31 @@ def parse_history(section: Any) -> tuple[dict[str, WorkloadPeak], int]:
         return {}, 0
     table = np.column_stack([held, *columns])
     good = ~np.isnan(table).any(axis=1) & (held >= 1)
+    latest = _recent(section, n)
     out = {}
     for i in np.flatnonzero(good).tolist():
         if isinstance(keys[i], str) and keys[i]:
             h, cpu_max, cpu_mean, memory_max, memory_mean = table[i].tolist()
-            out[keys[i]] = WorkloadPeak(int(h), (cpu_max, memory_max), (cpu_mean, memory_mean))
+            recent = None if latest is None or np.isnan(latest[i]).any() else (
+                float(latest[i, 0]), float(latest[i, 1]))  # fmt: skip
+            out[keys[i]] = WorkloadPeak(
+                int(h), (cpu_max, memory_max), (cpu_mean, memory_mean), recent
+            )
     buckets = section.get("buckets")
     return out, int(buckets) if _number(buckets) and buckets > 0 else 0
+
+
+def _recent(section: dict[str, Any], n: int) -> np.ndarray | None:
+    """workloads x 2 (CPU, memory): `recentMax`, NaN where malformed; None when a watcher does
+    not serve it (PeakFit's `lookBack: recent` then keeps the day's figures)."""
+    try:
+        found = [(section.get(r) or {}).get("recentMax") for r in ("cpu", "memory")]
+        if any(f is None for f in found):
+            return None
+        pairs = zip(found, ("cpu", "memory"), strict=True)
+        return np.column_stack([_column(f, n, f"{r}.recentMax") for f, r in pairs])
+    except (ValueError, AttributeError):
+        return None
 
 
 class PodsClient(ProfilesClient):

@@ -48,6 +48,9 @@ class WorkloadPeak:
     held: int  # buckets holding data, of `PodUsage.history_buckets`
     max: tuple[float, float]
     bucket_mean: tuple[float, float]
+    # the most one replica used in the last few buckets (`recentMax`, the watcher's
+    # RECENT_BUCKETS); None from a watcher that does not serve it
+    recent: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

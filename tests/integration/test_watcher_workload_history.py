@@ -79,8 +79,9 @@ def test_a_workloads_day_outlives_its_pods_and_the_poller(
         assert doc["pods"] == [f"{namespace}/{pod}"]
         # what PeakFit reads for a new replica of gone
         parsed = parse_pods(doc)
+        # (its last buckets' most too, `recentMax`: half an hour ago is within the last 3)
         assert parsed.history[f"{namespace}/Deployment/gone"] == WorkloadPeak(
-            1, (GONE_M, MEMORY), (GONE_M, MEMORY)
+            1, (GONE_M, MEMORY), (GONE_M, MEMORY), (GONE_M, MEMORY)
         )
         assert parsed.history_buckets == 24
         # the live replica has lived a bucket (two if an hour turned meanwhile), not the day its

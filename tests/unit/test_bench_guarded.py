@@ -26,6 +26,7 @@ READ_ONLY = {
     "bench.harness.headline": "writes the README's headline from result files",
     "bench.placement.choice": "applies docs/placement.md's rule to a result file",
     "bench.placement.floor": "reads a result's trace windows against the trace, offline",
+    "bench.placement.online": "replays a result's trace windows with policies, offline",
     "bench.placement.why": "reads a result's decision records again, offline",
     "bench.rebalance.defaults": "applies the defaults rule to result files",
     "bench.scheduler.preemption_plot": "draws result files",

@@ -107,3 +107,12 @@ def test_the_predicted_peak_and_its_parts():
     assert "predicted peak with the pod (PeakFit; the pod from estimate (requests))" in text
     assert "b cpu: peak 1585m of 2000m (79%) = N-sigma 1585m: mean 385m + 1200m" in text
     assert "the pod adds 85m; pods: 1 measured, 0 estimated" in text
+    assert "requests with the pod" not in text  # requestsTerm off
+    # with requestsTerm, the requests the score weighs beside the peak: 500m + 100m of 2000m
+    state = CycleState()
+    args = Args(n_sigma=3.0, percentile="p95", requests_term=True)
+    scores = Plugin(args).score_all(state, pod, nodes, snap)
+    parts.plugins = [("PeakFit", 1, scores, scores)]
+    doc = explanation.placed(pod, counts, {}, state, snap, parts, "a", 85, 2)
+    text = explain.render_attempt(attempt(doc, outcome="bound", node="a"))
+    assert "the pod adds 85m; requests with the pod 600m (30%); pods: 1 measured" in text

@@ -124,7 +124,7 @@ def test_pods_without_history_count_by_the_estimator():
     mode, measured, estimated, cpu, *_ = peak_fit.parts_of(state, "n")
     assert (mode, measured, estimated) == (peak_fit.PODS, 1, 2)
     # requests x 0.85 (Koordinator's scaling) for young (340m), unknown (170m) and new (85m)
-    peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
+    peak, rc, ns, mean, sigma, share, capacity, node_peak, _ = cpu
     assert rc == pytest.approx(700.0 + 340.0 + 170.0 + 85.0)
     assert mean == pytest.approx(500.0 + 340.0 + 170.0 + 85.0)
     assert sigma == pytest.approx(100.0)
@@ -183,7 +183,7 @@ def test_without_pod_statistics_the_node_window_stands_in():
     plugin.score_all(state, make_pod("new", [container("100m")]), [node], snap)
     mode, measured, estimated, cpu, *_ = peak_fit.parts_of(state, "n")
     assert mode == peak_fit.NODE
-    peak, rc, ns, mean, sigma, share, capacity, node_peak = cpu
+    peak, rc, ns, mean, sigma, share, capacity, node_peak, _ = cpu
     assert rc == pytest.approx(1400.0 + 100.0 + 85.0)  # p95 70 % of 2 cores, recent, the pod
     assert ns == pytest.approx(800.0 + 100.0 + 85.0 + 2.0 * 200.0)
     assert peak == pytest.approx(rc)

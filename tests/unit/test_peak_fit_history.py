@@ -34,7 +34,7 @@ def test_a_new_pod_takes_its_workloads_day_max_when_no_replica_is_measured():
     Plugin().score_all(state, replica("web-new"), [node], snap)
     assert state[peak_fit.PARTS][""] == f"workload history of {WEB} (24 of 24 buckets)"
     cpu, memory = peak_fit.parts_of(state, "n")[3:5]
-    peak, rc, ns, mean, sigma, share, capacity, _ = cpu
+    peak, rc, ns, mean, sigma, share, capacity, _, _ = cpu
     assert (rc, mean, sigma, share) == (900.0, 400.0, 0.0, 900.0)  # not 170m from its request
     assert memory[1] == 300.0 * MI and memory[3] == 200.0 * MI
     # another workload's history says nothing of this one: the estimator (200m x 0.85)
@@ -71,7 +71,7 @@ def test_a_pod_bound_a_moment_ago_counts_its_workloads_day_max_on_the_node():
     mode, measured, estimated, cpu, _, from_history, _ = peak_fit.parts_of(state, "n")
     # per pod, not the node's window: a history is a figure of the pod's own
     assert (mode, measured, estimated, from_history) == (peak_fit.PODS, 0, 1, 1)
-    peak, rc, ns, mean, sigma, share, capacity, node_term = cpu
+    peak, rc, ns, mean, sigma, share, capacity, node_term, _ = cpu
     assert rc == pytest.approx(900.0 + 170.0 + 170.0)  # web's day max, db's and api's estimates
     assert mean == pytest.approx(400.0 + 170.0 + 170.0)
     assert node_term == pytest.approx(800.0 + 900.0 + 170.0 + 170.0)  # what it cannot have seen

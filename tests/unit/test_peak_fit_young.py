@@ -39,7 +39,7 @@ def test_a_young_pod_is_raised_to_its_workloads_day_max():
     state = CycleState()
     Plugin().score_all(state, replica("api-new", app="api"), [node], snap)
     parts = peak_fit.parts_of(state, "n")
-    peak, rc, ns, mean, sigma, share, capacity, node_term = parts[3]
+    peak, rc, ns, mean, sigma, share, capacity, node_term, _ = parts[3]
     # 3 hours of its own say 300m; its workload's day says one replica used 900m
     # (+ 300m the window saw beyond web-a's mean, + api's 170m estimate)
     assert rc == pytest.approx(900.0 + 300.0 + 170.0)

@@ -67,6 +67,14 @@ def workload_day(
     return usage.history.get(w.key)
 
 
+def workload_recent(pod: PodInfo, usage: PodUsage) -> WorkloadPeak | None:
+    """The pod's workload's history when it says what the last buckets held (`recentMax`):
+    PeakFit's `lookBack: recent`, for measured pods and new ones alike."""
+    w = estimator.workload(pod)
+    peak = usage.history.get(w.key) if w is not None else None
+    return peak if peak is not None and peak.recent is not None else None
+
+
 def _raise(figures: PodFigures, up: tuple[float, float]) -> PodFigures:
     """`figures` with each resource's max raised by `up`."""
     return replace(
