@@ -420,6 +420,11 @@ REBALANCER_STATUS = {
                 "confirmed": {"type": "array", "items": {"type": "string"}},
                 "unknown": {"type": "object", "additionalProperties": {"type": "string"}},
                 "resting": {"type": "object", "additionalProperties": NUMBER},
+                "restEnded": {
+                    "type": "object",
+                    "description": "node -> why its rest ended on samples taken after the move",
+                    "additionalProperties": {"type": "string"},
+                },
                 "high": {"type": "object"},
                 "low": {"type": "object"},
                 "evicted": {"type": "array", "items": {"type": "string"}},
@@ -439,7 +444,10 @@ REBALANCER_DECISIONS = {
                 "type": "object",
                 "properties": {
                     "time": NUMBER,
-                    "action": {"type": "string", "enum": ["evict", "would-evict", "skip"]},
+                    "action": {
+                        "type": "string",
+                        "enum": ["evict", "would-evict", "skip", "rest-ended"],
+                    },
                     "node": {"type": "string"},
                     "pod": {"type": "string"},
                     "reason": {"type": "string"},

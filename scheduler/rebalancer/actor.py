@@ -6,9 +6,10 @@ attempt behind a fresh leadership confirmation; the server's throttling tried ag
 retryAfterSeconds), the check of a call that got no answer (the pod's uid gone or terminating:
 it took place), then either the failure set aside for the node's rest (its pod, or its whole
 workload when the refusal is the workload's) with its token given back, or the state the
-eviction changes (the node rests in proportion to its relief, its streaks start over, the
-workload is in flight, the replacement counts on its target) and the Events that tell it. A dry
-run sends the same call with dryRun=All and changes the same state.
+eviction changes (the node rests in proportion to its relief, or until samples taken after the
+pod's going still show it hot (rest.py), its streaks start over, the workload is in flight, the
+replacement counts on its target) and the Events that tell it. A dry run sends the same call
+with dryRun=All and changes the same state.
 """
 
 from __future__ import annotations
@@ -24,8 +25,17 @@ from scheduler.framework import CPU, PodInfo
 from scheduler.rebalancer import evictions, gpuhot, limits
 from scheduler.rebalancer.classify import Classification, HotStreaks
 from scheduler.rebalancer.judge import Move
+from scheduler.rebalancer.rest import HOT_AGAIN, Cooldowns
 from scheduler.rebalancer.settings import RebalancerSettings
-from scheduler.rebalancer.status import EVICT, SKIP, WOULD_EVICT, Decision, DecisionLog, Telemetry
+from scheduler.rebalancer.status import (
+    EVICT,
+    REST_ENDED,
+    SKIP,
+    WOULD_EVICT,
+    Decision,
+    DecisionLog,
+    Telemetry,
+)
 from scheduler.rebalancer.victims import Estimator
 
 logger = logging.getLogger(__name__)
@@ -57,7 +67,7 @@ class Memory:
     """What the rebalancer remembers between rounds (its moves' effects and the failures)."""
 
     bucket: limits.TokenBucket
-    cooldowns: limits.Cooldowns
+    cooldowns: Cooldowns
     aside: limits.SetAside
     in_flight: limits.InFlight
     recent: RecentlyBound
@@ -97,7 +107,8 @@ class Actor:
         from before the eviction when the round's moves bring it under high; in proportion to
         the relief when they only part-relieve it (never under half the window: its average
         then shows at least half the relief), so its next move comes sooner; never past the
-        Event TTL (the rest's record)."""
+        Event TTL (the rest's record). Samples taken after the pod's going may end it sooner
+        (rest.py)."""
         s = self.settings
         window = s.cooldown or view.window.get(move.source) or DEFAULT_WINDOW_S
         share = 1.0
@@ -135,7 +146,7 @@ class Actor:
         if outcome.maybe:
             # No answer, and the server could not say whether the pod went: the node rests (a
             # second pod must not leave it if the first did), the pod is set aside.
-            self.memory.cooldowns.start(move.source, now, rest)
+            self.memory.cooldowns.start(move.source, now, rest, pod.uid)
         if outcome.result != evictions.EVICTED:
             self.memory.bucket.give_back()  # nothing evicted: the rate is for evictions
             if outcome.result != NOT_LEADING:
@@ -145,7 +156,7 @@ class Actor:
             self.skip(move.source, pod.key, outcome.result, outcome.detail)
             return outcome.result
         # From here a held move changes the state as the eviction would have.
-        self.memory.cooldowns.start(move.source, now, rest)
+        self.memory.cooldowns.start(move.source, now, rest, pod.uid)
         self.memory.streaks.reset(move.source)
         self.memory.gpu_streaks.reset(move.source)
         self.memory.in_flight.add(
@@ -199,6 +210,11 @@ class Actor:
                 break
             delay = min(THROTTLE_MAX_S, delay * 2)
         return outcome
+
+    def rest_ended(self, node: str, why: str) -> None:
+        """A node's rest ended on post-move samples (rest.py): it may be judged again."""
+        logger.info("%s may be judged again: %s", node, why)
+        self.log(REST_ENDED, node, "", HOT_AGAIN, why)
 
     def skip(self, node: str, pod: str, reason: str, detail: str = "") -> None:
         self.telemetry.skipped.labels(reason).inc()

@@ -44,6 +44,8 @@ class Classification:
     usage: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> resource -> %
     why_unknown: dict[str, str] = field(default_factory=dict)  # node -> stale/expired/missing
     sample_time: dict[str, float] = field(default_factory=dict)  # node -> newest sample (Unix)
+    # node -> resource -> its newest sample's figure, whatever the statistic (rest.py reads it)
+    latest: dict[str, dict[str, float]] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)  # resource -> threshold in %
     low: dict[str, float] = field(default_factory=dict)
     window: dict[str, float] = field(default_factory=dict)  # node -> the watcher's expiry, s
@@ -64,6 +66,7 @@ def classify(
     for node in nodes:
         load = loads.get(node)
         values: dict[str, float] = {}
+        latest: dict[str, float] = {}
         newest = 0.0
         expiry = 0.0
         for rule in rules:
@@ -74,11 +77,15 @@ def classify(
                 break
             values[rule.resource] = value
             assert stats is not None
+            if stats.latest is not None:
+                latest[rule.resource] = stats.latest
             newest = max(newest, stats.last_sample)
             expiry = max(expiry, stats.expiry or 0.0)
         else:
             out.usage[node] = values
             out.sample_time[node] = newest
+            if len(latest) == len(values):
+                out.latest[node] = latest
             out.window[node] = expiry
             continue
         out.state[node] = UNKNOWN
@@ -91,13 +98,18 @@ def classify(
         out.high[rule.resource] = high
         out.low[rule.resource] = low
     for node, values in out.usage.items():
-        if any(values[r] > out.high[r] for r in values):
-            out.state[node] = HOT
-        elif all(values[r] < out.low[r] for r in values):
-            out.state[node] = COLD
-        else:
-            out.state[node] = NORMAL
+        out.state[node] = state_of(values, out.high, out.low)
     return out
+
+
+def state_of(values: dict[str, float], high: dict[str, float], low: dict[str, float]) -> str:
+    """HOT when any resource is above its high threshold, COLD when every one is below its low
+    one, else NORMAL."""
+    if any(values[r] > high[r] for r in values):
+        return HOT
+    if all(values[r] < low[r] for r in values):
+        return COLD
+    return NORMAL
 
 
 def classify_gpus(
@@ -144,6 +156,11 @@ class HotStreaks:
 
     def confirmed(self, needed: int) -> list[str]:
         return [n for n, c in self.count.items() if c >= needed]
+
+    def proven(self, node: str, count: int) -> None:
+        """A rest ended on `count` newer samples in a row, each hot (rest.py): they are the
+        node's streak."""
+        self.count[node] = max(self.count.get(node, 0), count)
 
     def reset(self, node: str) -> None:
         """After an eviction: the node must prove itself hot again on newer samples (the last

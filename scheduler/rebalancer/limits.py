@@ -1,5 +1,5 @@
 """How much the rebalancer may disrupt: per round, per node, per namespace, per workload, per
-minute, and how long a node rests after an eviction.
+minute.
 
 - `RoundBudget`: counts of one round's planned evictions against maxPerNode, maxPerNamespace,
   maxPerRound, and one per workload.
@@ -14,8 +14,8 @@ minute, and how long a node rests after an eviction.
   rest period is over; the round goes on to the node's next move.
 - `TokenBucket`: the eviction rate (evictionsPerMinute, burst maxPerRound); a request the API
   server refused gives its token back, so refusals never use up the rate meant for evictions.
-- `Cooldowns`: a node that lost a pod is left alone until the watcher's window holds no sample
-  from before the eviction.
+
+How long a node rests after an eviction, and what ends a rest early: rest.py.
 """
 
 from __future__ import annotations
@@ -180,21 +180,3 @@ class TokenBucket:
     def give_back(self) -> None:
         """A token taken for a request that evicted nothing."""
         self._tokens = min(float(self.burst), self._tokens + 1.0)
-
-
-class Cooldowns:
-    """node -> Unix time until which it rests; also rebuilt from the Events a previous leader
-    wrote, so a failover does not evict from a node still resting."""
-
-    def __init__(self) -> None:
-        self.until: dict[str, float] = {}
-
-    def start(self, node: str, at: float, seconds: float) -> None:
-        self.until[node] = max(self.until.get(node, 0.0), at + seconds)
-
-    def active(self, node: str, now: float) -> bool:
-        return self.until.get(node, 0.0) > now
-
-    def prune(self, now: float) -> None:
-        for node in [n for n, t in self.until.items() if t <= now]:
-            del self.until[node]

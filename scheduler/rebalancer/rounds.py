@@ -1,7 +1,8 @@
 """One round of the rebalancer: observe every node, and when leading, plan and carry out.
 
-classify the watcher's loads -> hot streaks (CPU, GPU) -> the nodes confirmed hot and not
-resting -> the judge's plan on the cache's snapshot -> each move to the actor; a node whose move
+classify the watcher's loads -> the rests' evidence (a rest ends early on post-move samples
+still hot: rest.py) -> hot streaks (CPU, GPU) -> the nodes confirmed hot and not resting -> the
+judge's plan on the cache's snapshot -> each move to the actor; a node whose move
 failed is planned again in the same round without the pod (or workload) set aside, at most
 REPLANS times. Every replica observes (streaks need history); only the leader plans, once it
 has read back which nodes a previous leader left resting (the Events), and never when that
@@ -79,6 +80,7 @@ class Rounds:
         self.last: dict[str, Any] = {}
         self._restored_term: int | None = None
         self._why_busy: dict[str, str] = {}  # workload key -> the reason busy() said yes
+        self.clock: Callable[[], float] = time.time  # Unix time: the watcher's sample times
         # Each judged scheduler's pods by its own profile, with the cycle's sampling at scale.
         self.judge = Judge(
             judging.profile,
@@ -94,19 +96,27 @@ class Rounds:
     def run(self) -> dict[str, Any]:
         """Observe, and when leading, plan and evict; returns the round's summary."""
         s = self.settings
-        now = time.time()
+        now = self.clock()
         leading = self.leading()
         loads = self.metrics.loads()
         wanted = s.node_selector.items()
+        rests = self.memory.cooldowns
+        rests.prune(now)
         with self.cache.lock:
             names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
-        view = classify(names, loads, s.rules, s.threshold_mode)
+            view = classify(names, loads, s.rules, s.threshold_mode)
+            # A rest ends early when samples newer than its victims' going show the node hot
+            # still; until its recorded end the node is judged on those samples (rest.py).
+            ended = rests.observe(view, now, self.cache.index.pods, s.consecutive)
+        rests.judged(view)
         self.memory.streaks.observe(view)
+        for node, why in ended.items():
+            self.memory.streaks.proven(node, s.consecutive)
+            self.actor.rest_ended(node, why)
         gpu_hot, gpu_view = {}, Classification()
         if self.gpu_names is not None:
             gpu_hot, gpu_view = classify_gpus(names, self.gpus_client.gpus(), now, s.gpu)
         self.memory.gpu_streaks.observe(gpu_view)
-        self.memory.cooldowns.prune(now)
         hot = view.nodes(HOT)
         confirmed = [
             n
@@ -134,6 +144,7 @@ class Rounds:
             "confirmed": confirmed,
             "unknown": dict(view.why_unknown),
             "resting": dict(self.memory.cooldowns.until),
+            "restEnded": rests.ended(),
             "high": view.high,
             "low": view.low,
             "evicted": [],
@@ -240,14 +251,14 @@ class Rounds:
 
     def _set_aside(self, pod: PodInfo) -> str:
         """Why the judge must pass this pod over: its eviction failed in this rest period."""
-        return limits.SET_ASIDE if self.memory.aside.why(pod.uid, time.time()) else ""
+        return limits.SET_ASIDE if self.memory.aside.why(pod.uid, self.clock()) else ""
 
     def _busy(self, workload: Workload) -> bool:
         """Whether the judge must pass the workload over, the reason kept for its skip."""
         index = self.cache.index
         why = ""
         # Refused in this rest period: not asked again (the failure itself was logged once).
-        why = limits.SET_ASIDE if self.memory.aside.why(workload.key, time.time()) else ""
+        why = limits.SET_ASIDE if self.memory.aside.why(workload.key, self.clock()) else ""
         why = why or workload_ineligible(workload, index, self.settings)
         if not why and limits.budget_at_limit(workload, index):
             why = evictions.PDB

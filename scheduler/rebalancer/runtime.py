@@ -44,7 +44,7 @@ from scheduler.framework import PodInfo
 from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
-from scheduler.rebalancer import evictions, gpuhot, limits
+from scheduler.rebalancer import evictions, gpuhot, limits, rest
 from scheduler.rebalancer.actor import (
     DEFAULT_WINDOW_S,
     Actor,
@@ -131,7 +131,7 @@ class Rebalancer:
         # targets until the window shows them there), rests, streaks, failures set aside.
         self.memory = mem = Memory(
             bucket=limits.TokenBucket(s.evictions_per_minute, s.max_per_round),
-            cooldowns=limits.Cooldowns(),
+            cooldowns=rest.Cooldowns(opts.provider_lag),
             aside=limits.SetAside(),
             in_flight=limits.InFlight(),
             recent=RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S),

@@ -26,6 +26,7 @@ PREFIX = "ballast_rebalancer"
 LOG_SIZE = 500
 
 EVICT, WOULD_EVICT, SKIP = "evict", "would-evict", "skip"
+REST_ENDED = "rest-ended"  # a node judged again before its rest's end: rest.py
 
 
 class Telemetry:
@@ -68,7 +69,7 @@ class Telemetry:
 @dataclass
 class Decision:
     time: float
-    action: str  # evict, would-evict, skip
+    action: str  # evict, would-evict, skip, rest-ended
     node: str
     pod: str
     reason: str

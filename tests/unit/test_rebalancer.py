@@ -13,7 +13,7 @@ from scheduler.framework.clusterindex import REPLICA_SETS
 from scheduler.framework.errors import ConfigError
 from scheduler.framework.resources import node_info, pod_info
 from scheduler.framework.snapshot import snapshot_of
-from scheduler.rebalancer import limits, settings, victims
+from scheduler.rebalancer import limits, rest, settings, victims
 from scheduler.rebalancer.classify import COLD, HOT, NORMAL, UNKNOWN, HotStreaks, classify
 from scheduler.rebalancer.judge import GOES_BACK, NO_TARGET, Judge
 from scheduler.rebalancer.settings import DEVIATION, ResourceRule
@@ -208,7 +208,7 @@ def test_round_budget_and_token_bucket_and_cooldown():
     now[0] = 10.0
     assert bucket.take() and not bucket.take()
 
-    c = limits.Cooldowns()
+    c = rest.Cooldowns()
     c.start("n", 100.0, 60.0)
     assert c.active("n", 159.0) and not c.active("n", 161.0)
 

@@ -1,0 +1,139 @@
+"""How long a node rests after an eviction, and the evidence that ends a rest early.
+
+A node that lost a pod is not judged again until the watcher's window holds no sample from
+before the eviction (the actor sizes the rest: `Actor.rest`): the window's statistic still holds
+the victim's use, and judging the node on it would count that use twice. A rising load outruns
+that statistic, though: a node whose background jumps keeps climbing while its window average
+lags, is predicted under high after one move, and may stay over 100 % for the whole rest.
+
+So a rest also ends on evidence newer than the move. Once every pod evicted from the node in
+this rest is gone from the API server (deleted, not only terminating: a terminating pod's
+containers may still run through their grace period), a sample taken later than that by the
+provider's lag shows the node without them (the rule the scheduler's RecentlyBound applies to a
+pod's arrival, applied to its leaving). `consecutive` such samples in a row (each a newer one,
+as a hot streak counts them), each above high by the node's latest figure, end the rest. From
+then until the rest's recorded end, the node is judged on those samples (per resource the least
+of the last `consecutive`) instead of the window's statistic: they hold no victim, so nothing is
+counted twice, and their least keeps one spike from sizing the next move. A rest read back
+from the Events (a new leader's) has no victims known and runs to its end; so does a dry run's,
+whose pods never leave.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Container
+from dataclasses import dataclass, field
+
+from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.rebalancer.classify import Classification, state_of
+
+HOT_AGAIN = "hot-again"
+
+
+@dataclass
+class _Moved:
+    """A rest's victims, and what the node's samples showed since they left."""
+
+    victims: set[str]  # uids of the pods evicted from the node in this rest
+    ends: float  # the rest's recorded end (Unix)
+    since: float = 0.0  # samples later than this show the node without them; 0: not all gone
+    seen: float = float("-inf")  # sample time of the last reading taken
+    run: list[dict[str, float]] = field(default_factory=list)  # hot readings in a row, latest
+    last: dict[str, float] = field(default_factory=dict)  # the newest reading, hot or not
+    ended: str = ""  # why the rest ended early; "" while it holds
+
+
+class Cooldowns:
+    """node -> Unix time until which it rests; also rebuilt from the Events a previous leader
+    wrote, so a failover does not evict from a node still resting. A rest whose victims are
+    known (`start` with a uid) may end early on post-move samples (`observe`)."""
+
+    def __init__(self, lag: float = PROVIDER_LAG) -> None:
+        self.lag = lag  # seconds a sample takes to show a change on the node
+        self.until: dict[str, float] = {}
+        self.moved: dict[str, _Moved] = {}
+        self.needed = 1
+
+    def start(self, node: str, at: float, seconds: float, victim: str = "") -> None:
+        self.until[node] = max(self.until.get(node, 0.0), at + seconds)
+        if not victim:
+            return
+        old = self.moved.get(node)
+        victims = old.victims if old is not None and not old.ended else set()
+        # A new victim: the evidence starts over, once it is gone too.
+        self.moved[node] = _Moved({*victims, victim}, self.until[node])
+
+    def active(self, node: str, now: float) -> bool:
+        return self.until.get(node, 0.0) > now
+
+    def prune(self, now: float) -> None:
+        for node in [n for n, t in self.until.items() if t <= now]:
+            del self.until[node]
+        for node in [n for n, m in self.moved.items() if m.ends <= now]:
+            del self.moved[node]
+
+    def observe(
+        self, view: Classification, now: float, placed: Container[str], needed: int
+    ) -> dict[str, str]:
+        """Read this round's view into each rest's evidence; the rests that end on it, each
+        with why. `placed`: the uids of the pods the cache holds on a node (terminating or
+        not)."""
+        self.needed = max(1, needed)
+        ended: dict[str, str] = {}
+        for node, m in self.moved.items():
+            if not m.since:
+                if any(uid in placed for uid in m.victims):
+                    continue
+                m.since = now + self.lag  # gone by now at the latest
+            self._read(m, node, view)
+            if not m.ended and len(m.run) >= self.needed and self.active(node, now):
+                m.ended = self._why(m)
+                del self.until[node]
+                ended[node] = m.ended
+        return ended
+
+    def _read(self, m: _Moved, node: str, view: Classification) -> None:
+        latest = view.latest.get(node)
+        if latest is None or node not in view.usage:
+            m.run.clear()  # unknown now: the samples in a row start over, as a streak does
+            return
+        sample = view.sample_time.get(node, 0.0)
+        if sample <= m.since or sample <= m.seen:
+            return  # from before the move could show, or the same sample again
+        m.seen = sample
+        m.last = dict(latest)
+        if any(v > view.high.get(r, float("inf")) for r, v in latest.items()):
+            m.run = [*m.run, dict(latest)][-self.needed :]
+        else:
+            m.run.clear()
+
+    def _why(self, m: _Moved) -> str:
+        figures = self.figures(m) or {}
+        shown = ", ".join(f"{r} {v:.1f}%" for r, v in figures.items())
+        at = time.strftime("%H:%M:%S", time.gmtime(m.since))
+        return (
+            f"hot again after the move: {len(m.run)} samples above high since {at} UTC "
+            f"(the least: {shown}); judged on them, not the window"
+        )
+
+    def figures(self, m: _Moved) -> dict[str, float] | None:
+        """Per resource the least of the hot readings in a row; the newest reading when the
+        run broke; None before any post-move reading."""
+        if m.run:
+            return {r: min(reading[r] for reading in m.run) for r in m.run[-1]}
+        return dict(m.last) if m.last else None
+
+    def ended(self) -> dict[str, str]:
+        """The nodes whose rest ended on evidence and whose recorded end is still ahead."""
+        return {n: m.ended for n, m in self.moved.items() if m.ended}
+
+    def judged(self, view: Classification) -> None:
+        """The nodes whose rest ended on evidence are judged on their post-move samples until
+        the rest's recorded end: the window's statistic still holds the victims."""
+        for node, m in self.moved.items():
+            figures = self.figures(m) if m.ended else None
+            if figures is None or node not in view.usage:
+                continue
+            view.usage[node] = {**view.usage[node], **figures}
+            view.state[node] = state_of(view.usage[node], view.high, view.low)
