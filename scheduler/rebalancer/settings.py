@@ -34,6 +34,8 @@ rebalancer:
   maxPerRound: 5              # in all per round
   evictionsPerMinute: 10      # token bucket, burst maxPerRound
   cooldown: 0                 # seconds a node rests after an eviction; 0: the watcher's window
+                              # (scaled by the relief); ended sooner by `consecutive` samples
+                              # after the pod's going still above high (rest.py)
   leaseName: ballast-rebalancer
 ```
 """
