@@ -104,9 +104,10 @@ class Rounds:
         rests.prune(now)
         with self.cache.lock:
             names = [n.name for n in self.cache.nodes.values() if wanted <= n.labels.items()]
-            view = classify(names, loads, s.rules, s.threshold_mode)
-            # A rest ends early when samples newer than its victims' going show the node hot
-            # still; until its recorded end the node is judged on those samples (rest.py).
+        view = classify(names, loads, s.rules, s.threshold_mode)
+        # A rest ends early when samples newer than its victims' going show the node hot still;
+        # until its recorded end the node is judged on those samples (rest.py).
+        with self.cache.lock:
             ended = rests.observe(view, now, self.cache.index.pods, s.consecutive)
         rests.judged(view)
         self.memory.streaks.observe(view)

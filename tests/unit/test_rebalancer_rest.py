@@ -11,6 +11,8 @@ from scheduler.framework import MetricStats, NodeLoad
 from scheduler.framework.clusterindex import REPLICA_SETS
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.rebalancer import evictions
+from scheduler.rebalancer.classify import HOT, Classification
+from scheduler.rebalancer.rest import Cooldowns
 from scheduler.rebalancer.runtime import Rebalancer
 from tests.unit.test_rebalancer import node, pod
 from tests.unit.test_rebalancer_safety import offline_rebalancer, replica_set
@@ -186,3 +188,37 @@ def test_the_victim_is_not_counted_twice_when_the_node_is_judged_again(monkeypat
     assert second["detail"].startswith("hot cpu 93.0% > high 80.0%"), second["detail"]
     assert "hot again after the move: 3 samples above high" in s.rest_ended()[0]["detail"]
     assert "cpu 93.0%" in s.rest_ended()[0]["detail"]
+
+
+def hot_view(sample: float, latest: float = 95.0) -> Classification:
+    nodes = ("restored", "moved")
+    return Classification(
+        state={n: HOT for n in nodes},
+        usage={n: {"cpu": 90.0} for n in nodes},
+        latest={n: {"cpu": latest} for n in nodes},
+        sample_time={n: sample for n in nodes},
+        high={"cpu": 80.0},
+        low={"cpu": 50.0},
+    )
+
+
+def test_a_rest_read_back_or_with_a_new_victim_placed_is_not_ended_by_older_evidence():
+    rests = Cooldowns(lag=15.0)
+    rests.start("restored", 0.0, 75.0)  # read back from the Events: no victim known
+    rests.start("moved", 0.0, 75.0, "uid-1")
+    placed = {"uid-2"}
+    assert rests.observe(hot_view(1.0), 2.0, placed, 3) == {}  # uid-1 gone: counts after 17 s
+    for t in (18.0, 20.0):
+        assert rests.observe(hot_view(t), t + 1.0, placed, 3) == {}
+    # A second pod leaves the node before the third sample: the evidence starts over, and
+    # waits for that pod's going too.
+    rests.start("moved", 21.0, 75.0, "uid-2")
+    for t in (22.0, 24.0, 26.0):
+        assert rests.observe(hot_view(t), t + 1.0, placed, 3) == {}
+    placed.clear()
+    assert rests.observe(hot_view(28.0), 30.0, placed, 3) == {}  # gone at 30: counts after 45
+    for t in (46.0, 48.0):
+        assert rests.observe(hot_view(t), t + 1.0, placed, 3) == {}
+    ended = rests.observe(hot_view(50.0), 51.0, placed, 3)
+    assert list(ended) == ["moved"] and not rests.active("moved", 51.0)
+    assert rests.active("restored", 51.0)
