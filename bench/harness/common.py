@@ -253,6 +253,7 @@ COLORS = {
     "ballast-tlp": "#1b7837",
     "ballast-lvrb": "#5aae61",
     "ballast-peak": "#01665e",
+    "ballast-peak-recent": "#35978f",
     "ballast-tlp-always": "#762a83",
     "ballast-lvrb-always": "#af8dc3",
     "trimaran-tlp": "#c51b7d",

@@ -36,7 +36,7 @@ def test_the_full_shapes_are_unchanged() -> None:
     assert (pl.BIND_DEADLINE, pl.BIND_QUIET) == (90.0, 30.0)
     assert list(pl.CONTENDERS) == [
         "ballast-tlp", "ballast-lvrb", "trimaran-tlp", "trimaran-lvrb", "kube-scheduler",
-        "koordinator", "koordinator-agg", "ballast-lvrb-aa", "ballast-peak",
+        "koordinator", "koordinator-agg", "ballast-lvrb-aa", "ballast-peak", "ballast-peak-recent",
     ]  # fmt: skip
     assert pt.FULL == pt.Shape(waves=4, gap=30.0, after=120.0) and pt.FULL.length == 210.0
     assert (pt.NODES, pt.NODE_CPU, pt.FILL, pt.PLAYER.step_seconds) == (10, 4, 0.9, 5.0)
@@ -101,6 +101,21 @@ def test_quick_placement_is_estimated_within_15_minutes_even_if_every_seed_waits
     assert budget.total(parts) < budget.QUICK_BUDGET
     # every synthetic seed waiting out BIND_QUIET, the venv made too: still within the budget
     assert budget.total(placement_budget.every_seed_pending()) < budget.QUICK_BUDGET
+
+
+def test_the_full_placement_is_estimated_within_its_budget_with_a_margin() -> None:
+    # ten pools since ballast-peak-recent joined (issue 45): one more pool than the 105 measured
+    # minutes at 9ba285c had, still under the 112 that would have meant replacing ballast-peak
+    parts = placement_budget.full()
+    assert [p.what for p in parts[: len(pl.SCENARIOS)]] == list(pl.SCENARIOS)
+    total = budget.total(parts)
+    assert total <= placement_budget.FULL_TARGET < placement_budget.FULL_BUDGET == 120 * 60.0
+    runs = {p.what: p.how.split(" x ")[0] for p in parts[: len(pl.SCENARIOS)]}
+    assert set(runs.values()) == {"5", "6"} and runs["trace"] == "6"
+    # every seed of the scenarios Koordinator's p95 mode left pods pending in waits them out
+    assert all("wait (a pod pending)" in parts[i].how for i, n in enumerate(pl.SCENARIOS)
+               if n in placement_budget.FULL_PENDING)  # fmt: skip
+    assert set(placement_budget.FULL_PENDING) == set(pl.SCENARIOS) - {"trace", "heterogeneous"}
 
 
 def test_quick_rebalance_is_estimated_within_15_minutes() -> None:
@@ -171,6 +186,8 @@ def test_the_docs_and_help_give_the_estimates_the_code_makes() -> None:
         assert budget.table(parts) in docs and budget.table(parts) in module.help_text()
     full = budget.table(rebalance_budget.full(), rebalance_budget.FULL_BUDGET)
     assert full in docs and full in rebalance_budget.help_text()
+    full = budget.table(placement_budget.full(), placement_budget.FULL_BUDGET)
+    assert full in docs and full in placement_budget.help_text()
     worst = budget.total(placement_budget.every_seed_pending())
     assert f"If every seed left a pod pending: {worst:.0f} s" in docs
     minutes = {"placement": round(budget.total(placement) / 60),
