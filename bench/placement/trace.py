@@ -132,6 +132,14 @@ def measure_over_time(series: list[list[float]]) -> dict[str, Any]:
     }
 
 
+def pod_seconds_pending(created: list[float], bound: list[float | None], end: float) -> float:
+    """Seconds each pod waited, summed: from its wave's creation to its binding, or to the end
+    of the window when it was never bound (issue 45's trace goal weighs them against the best
+    peer's). Every pool's pods are created interleaved, so each pool pays the creation alike."""
+    waits = (max((end if b is None else b) - c, 0.0) for c, b in zip(created, bound, strict=True))
+    return round(sum(waits), 1)
+
+
 @dataclass
 class Setup:
     """One window's plan and the simulator that plays it (the player not started yet)."""
@@ -250,6 +258,10 @@ def run_one(
             series = over_time(c, node_plans, pod_plans, placed, config, first + wall_offset,
                                final_at)  # fmt: skip
             result.update(measure_over_time(series))
+            created = [first + wall_offset + waves[j] * shape.gap for j in range(len(pod_plans))]
+            bound = [(placed.get(pl.pod_name(c, j)) or (None, None))[1]
+                     for j in range(len(pod_plans))]  # fmt: skip
+            result["pod_seconds_pending"] = pod_seconds_pending(created, bound, final_at)
             result["bind_seconds"] = None  # arrivals spread over the replay: not comparable
             if c in services.status_ports:
                 found = decisions.fetch(
