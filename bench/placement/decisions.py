@@ -52,7 +52,7 @@ class Decision:
     margin: float | None  # the winner's lead over the runner-up
     peak_cpu: float | None  # PeakFit's predicted peak with the pod, % (None without PeakFit)
     # PeakFit's: "replicas", "replicas raised by workload history", "workload history",
-    # "estimate (...)"
+    # "workload history's last buckets" (`lookBack: recent`), "estimate (...)"
     peak_source: str | None = None
 
 
@@ -93,12 +93,14 @@ def peak_kind(source: Any) -> str | None:
     """PeakFit's `peakPodFrom` without the workload's name: "replicas of NS/Kind/NAME (2
     measured)" -> "replicas", "replicas of ... (2 measured, 1 raised to the workload history's
     day max)" -> "replicas raised by workload history", "workload history of ... (24 of 24
-    buckets)" -> "workload history"; an estimate stays as it is ("estimate (requests)")."""
+    buckets)" -> "workload history", "workload history's last buckets of ..." (`lookBack:
+    recent`) -> "workload history's last buckets"; an estimate stays as it is ("estimate
+    (requests)")."""
     if not isinstance(source, str) or not source:
         return None
     if source.startswith("replicas of ") and " raised to the " in source:
         return "replicas raised by workload history"
-    for kind in ("replicas", "workload history"):
+    for kind in ("replicas", "workload history", "workload history's last buckets"):
         if source.startswith(f"{kind} of "):
             return kind
     return source

@@ -137,3 +137,26 @@ def test_the_watcher_serves_the_most_of_the_last_buckets():
     # two buckets later, only the last one held is within reach
     assert history.doc(t0 + 5 * bucket + 1)["cpu"]["recentMax"] == [300]
     assert history.doc(t0 + 7 * bucket + 1)["cpu"]["recentMax"] == [0]
+
+
+def test_the_decision_record_keeps_the_requests_and_the_benchmark_groups_the_source():
+    # ballast-peak-recent's records (docs/explain.md): the requests the score weighed beside the
+    # peak, and a source bench.placement.decisions counts by kind, not one key per workload
+    from bench.placement import decisions
+    from scheduler.backend import explanation
+
+    node = make_node("n", cpu="4", memory="4Gi")
+    node.add_pod(replica("web-a"))
+    snap = snapshot([node])
+    snap.pod_usage = usage()
+    pod, state = replica("web-new"), CycleState()
+    args = Args(look_back=peak_fit.RECENT, node_peak=False, requests_term=True)
+    Plugin(args).score_all(state, pod, [node], snap)
+    record = explanation._expand_peak(peak_fit.parts_of(state, "n"))
+    asked = node.requested.get("cpu", 0) + pod.requests.get("cpu", 0)
+    assert asked > 0 and record["cpu"]["requested"] == pytest.approx(asked, abs=0.05)
+    assert decisions.peak_kind(state[peak_fit.PARTS][""]) == "workload history's last buckets"
+    # without requestsTerm the record says 0 (explain then leaves the requests out)
+    state = CycleState()
+    Plugin(RECENT).score_all(state, pod, [node], snap)
+    assert explanation._expand_peak(peak_fit.parts_of(state, "n"))["cpu"]["requested"] == 0
