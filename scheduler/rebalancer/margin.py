@@ -10,7 +10,9 @@ the move: the nodes the replacement may land on at their lowest score, every oth
 hot nodes, nodes the pod would push over high, nodes without fresh figures) at its highest.
 
 The load plugins score a node from its own figures (none normalises over the nodes but
-PeakFit with its opt-in `requestsTerm`, which this does not cover: docs/peak-model.md), so that
+PeakFit with its opt-in `requestsTerm`, which this does not cover: its order survives the one
+reading below, its points do not; tests/unit/test_margin_requests_term.py, docs/placement.md's
+rule for `ballast-peak-recent`), so that
 worst case is per node: the lowest and highest of its scores with every node read `loadMargin`
 cooler, as the judge reads it, and `loadMargin` hotter. TargetLoadPacking's score rises to its
 target then drops, so its lowest is at an end of the range, and its highest is missed only for a
