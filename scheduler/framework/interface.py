@@ -56,6 +56,12 @@ SKIP_HOLDS_WITH_FEWER_PODS = "skip_holds_with_fewer_pods"
 # do: the margin then needs one reading of the loads, not two.
 SCORE_READS_LOADS = "score_reads_loads"
 SCORE_FALLS_WITH_LOAD = "score_falls_with_load"
+# A Score plugin whose scores are spread over the scored nodes' own range (a node's score moves
+# with the other nodes' figures) may offer `spread_shares(state, pod, nodes, snap)`: each node's
+# figure before the spread (lower scores higher, never falling as the node's CPU figures rise),
+# or None when this configuration does not spread. The margin then bounds each node's score over
+# every reading instead of scoring one (rebalancer/margin.py).
+SPREAD_SHARES = "spread_shares"
 
 
 @runtime_checkable

@@ -66,6 +66,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.podusage import PERCENTILES, PodUsage, WorkloadPeak
 from scheduler.framework.resources import go_round_array
+from scheduler.framework.spread import spread_scores
 from scheduler.plugins.helpers import estimator, podfigures
 from scheduler.plugins.helpers.estimator import EstimatorArgs, parse_estimator_args
 from scheduler.plugins.helpers.loadview import usage_arrays
@@ -183,20 +184,6 @@ def node_peak(
         np.array([s.mean]), np.array([s.rc]), np.array([s.ss]), np.zeros(1), n_sigma, 0, 0, 0
     )
     return float(peak[0]), float(rc[0]), float(ns[0])
-
-
-def spread_scores(share: np.ndarray) -> np.ndarray:
-    """Unrounded 0..100 scores from each node's share of allocatable (the lower the better),
-    spread over the nodes' own range as a NormalizeScore would: the least loaded 100, the most
-    0, all 100 when they tie. A whole-point score of 1 - share would tie nodes a few
-    millicores apart and leave the pick to chance (the study: 39.4 node-s against 24.5)."""
-    finite = np.isfinite(share)
-    if not finite.any():
-        return np.zeros(len(share))
-    low, high = share[finite].min(), share[finite].max()
-    if high <= low:
-        return np.where(finite, float(MAX_NODE_SCORE), 0.0)
-    return np.where(finite, (high - share) / (high - low) * MAX_NODE_SCORE, 0.0)
 
 
 def scores_from(peak: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -422,15 +409,25 @@ class Plugin:
         kept.update(zip((node.name for node in nodes), zip(repeat(chunk), range(n)), strict=False))
         return peaks, capacity
 
+    def spread_shares(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> np.ndarray | None:
+        """With `requestsTerm`, each node's larger share (what `spread_scores` spreads); None
+        without it (the scores are each node's own)."""
+        if not self.args.requests_term:
+            return None
+        peaks, capacity = self.predict_all(state, pod, nodes, snap)
+        return requests_share(peaks, capacity, requested_with(pod, nodes)).max(axis=1)
+
     def score_all(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
     ) -> list[int]:
         if not nodes:
             return []
-        peaks, capacity = self.predict_all(state, pod, nodes, snap)
-        if self.args.requests_term:
-            share = requests_share(peaks, capacity, requested_with(pod, nodes)).max(axis=1)
+        share = self.spread_shares(state, pod, nodes, snap)
+        if share is not None:
             return go_round_array(spread_scores(share)).astype(np.int64).tolist()
+        peaks, capacity = self.predict_all(state, pod, nodes, snap)
         per_resource = scores_from(peaks, capacity)
         return go_round_array(per_resource.min(axis=1)).astype(np.int64).tolist()
 

@@ -9,10 +9,8 @@ read up to `loadMargin` points off the judge's figures, each node the way that g
 the move: the nodes the replacement may land on at their lowest score, every other (the source,
 hot nodes, nodes the pod would push over high, nodes without fresh figures) at its highest.
 
-The load plugins score a node from its own figures (none normalises over the nodes but
-PeakFit with its opt-in `requestsTerm`, which this does not cover: its order survives the one
-reading below, its points do not; tests/unit/test_margin_requests_term.py, docs/placement.md's
-rule for `ballast-peak-recent`), so that
+The load plugins score a node from its own figures (PeakFit with its opt-in `requestsTerm`
+aside, below), so that
 worst case is per node: the lowest and highest of its scores with every node read `loadMargin`
 cooler, as the judge reads it, and `loadMargin` hotter. TargetLoadPacking's score rises to its
 target then drops, so its lowest is at an end of the range, and its highest is missed only for a
@@ -22,6 +20,13 @@ PeakFit), one reading does: the nodes the pod may land on hotter, the others coo
 plugins that read the watcher's figures score again (`score_reads_loads`,
 framework/interface.py): a node's total is their part, which moves with the reading, plus the
 rest, which does not.
+
+A plugin that spreads its scores over the scored nodes' range (`spread_shares`: PeakFit with
+`requestsTerm`) is not scored on a reading: a node's points move with the other nodes' figures
+there, and the one reading keeps their order but not their gaps (a hot node read hotter widens
+the range; tests/unit/test_margin_requests_term.py). Each node is bounded instead, from the
+plugin's figures with every node read cooler and hotter (scheduler/framework/spread.py's
+`spread_bounds`), which holds in every reading within the margin.
 
 What is shifted is the CPU figures the load plugins read (the window's avg, latest and p95, the
 72-hour peak), clamped to 0..100 as a watcher reports them, in a new Snapshot sharing
@@ -38,8 +43,10 @@ from dataclasses import replace
 import numpy as np
 
 from scheduler.framework import CPU, CycleState, NodeInfo, NodeLoad, PodInfo, Snapshot
-from scheduler.framework.interface import SCORE_FALLS_WITH_LOAD, SCORE_READS_LOADS
+from scheduler.framework.interface import SCORE_FALLS_WITH_LOAD, SCORE_READS_LOADS, SPREAD_SHARES
 from scheduler.framework.profile import Profile, ScoreParts
+from scheduler.framework.resources import go_round_array
+from scheduler.framework.spread import spread_bounds
 
 
 def shifted(loads: dict[str, NodeLoad], points: float) -> dict[str, NodeLoad]:
@@ -100,17 +107,47 @@ class LoadMargin:
                 part += weight * np.asarray(values, dtype=np.int64)
         keep = set(favoured)
         low = np.array([n in keep for n in parts.names], dtype=bool)
+        fixed = parts.totals - part
+        # Plugins spreading their scores over the nodes' range: each node bounded over every
+        # reading (one reading would keep their order, not their points); the others scored again.
+        spread_low, spread_high, rest = self._spread(reading, pod, nodes, snap)
+        lowest, highest = fixed + spread_low, fixed + spread_high
         readings = self.readings
-        if all(getattr(p, SCORE_FALLS_WITH_LOAD, False) for p, _ in reading.scores):
+        if all(getattr(p, SCORE_FALLS_WITH_LOAD, False) for p, _ in rest.scores):
             cooler, hotter = self.readings
             readings = ({n: (hotter if n in keep else cooler)[n] for n in cooler},)
-        lowest, highest = parts.totals.copy(), parts.totals.copy()
-        for loads in readings:
-            # A state of its own: the plugins memoise each node's load in theirs.
-            _, moved = reading.totals(pod, nodes, replace(snap, loads=loads), CycleState())
-            total = parts.totals - part + moved
-            lowest, highest = np.minimum(lowest, total), np.maximum(highest, total)
+        if rest.scores:
+            moved = [
+                # A state of its own: the plugins memoise each node's load in theirs.
+                rest.totals(pod, nodes, replace(snap, loads=loads), CycleState())[1]
+                for loads in readings
+            ]
+            lowest, highest = lowest + np.min(moved, axis=0), highest + np.max(moved, axis=0)
+        lowest, highest = np.minimum(parts.totals, lowest), np.maximum(parts.totals, highest)
         return dict(zip(parts.names, np.where(low, lowest, highest).tolist(), strict=True))
+
+    def _spread(
+        self, reading: Profile, pod: PodInfo, nodes: list[NodeInfo], snap: Snapshot
+    ) -> tuple[np.ndarray, np.ndarray, Profile]:
+        """The weighted lowest and highest scores of the plugins that spread theirs over the
+        nodes' range (`spread_shares`), from their figures with every node read cooler and
+        hotter; and a profile of the other plugins reading loads."""
+        cooler, hotter = self.readings
+        low, high = np.zeros(len(nodes), dtype=np.int64), np.zeros(len(nodes), dtype=np.int64)
+        others = []
+        for plugin, weight in reading.scores:
+            shares = getattr(plugin, SPREAD_SHARES, None)
+            cool = shares and shares(CycleState(), pod, nodes, replace(snap, loads=cooler))
+            if cool is None:
+                others.append((plugin, weight))
+                continue
+            hot = shares(CycleState(), pod, nodes, replace(snap, loads=hotter))
+            bounds = spread_bounds(np.asarray(cool), np.asarray(hot))
+            low += weight * go_round_array(bounds[0]).astype(np.int64)
+            high += weight * go_round_array(bounds[1]).astype(np.int64)
+        if len(others) == len(reading.scores):
+            return low, high, reading
+        return low, high, Profile(reading.scheduler_name, [], others)
 
     def _reading_part(self, profile: Profile) -> Profile:
         """The profile's score plugins that read the watcher's figures, no filters."""
