@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="FAMILY=CONTENDER",
         help="lead a table with another contender than the default the results compare (e.g. "
-        "placement=ballast-peak once the rule picks it); the A/A spread stays the default's",
+        "placement=ballast-peak-recent once its rule picks it); the A/A spread stays the default's",
     )
     args = parser.parse_args(argv)
     if bad := [i for i in args.lead if i.partition("=")[0] not in FILES or "=" not in i]:
