@@ -127,6 +127,7 @@ def rebalancer(
     section: dict[str, Any],
     election: dict[str, Any] | None = None,
     identity: str = "",
+    provider_lag: float = 1.0,
 ) -> Iterator[Rebalancer]:
     body = {
         "watcherAddress": watcher_url,
@@ -136,7 +137,7 @@ def rebalancer(
     }
     cfg = settings.parse(body)
     options = Options(
-        watcher_interval=0.3, watcher_max_backoff=0.5, provider_lag=1.0, identity=identity
+        watcher_interval=0.3, watcher_max_backoff=0.5, provider_lag=provider_lag, identity=identity
     )
     r = Rebalancer(cfg, api, build_profiles(cfg.scheduler), options)
     r.start()
@@ -200,7 +201,13 @@ def test_refused_and_foreign_pods_leave_the_relief_to_the_next_one(
         # the round, in the dry run as in the live one.
         monkeypatch.setattr(limits, "budget_at_limit", lambda workload, index: "")
 
-        with rebalancer(stage.api, stage.watcher.url, {"dryRun": True, "interval": "2s"}) as dry:
+        # The exporter's loads stay put after a move, where a real node's would fall: on fresh
+        # samples the hot node would read hot again and its rest end early (tested in
+        # tests/unit/test_rebalancer_rest.py), which a dry run, whose pods never leave, cannot
+        # do. A provider lag longer than these rounds keeps such samples from counting.
+        with rebalancer(
+            stage.api, stage.watcher.url, {"dryRun": True, "interval": "2s"}, provider_lag=30.0
+        ) as dry:
             wait_for(lambda: count(dry.telemetry.would_evict) >= 1, timeout=30, what="a held move")
             start = rounds(dry)
             wait_for(lambda: rounds(dry) >= start + 3, timeout=30)
@@ -213,7 +220,9 @@ def test_refused_and_foreign_pods_leave_the_relief_to_the_next_one(
         assert on_node(kube_api, namespace, hot) == before  # nothing evicted
 
         # Rounds 2 s apart: the web replica must go in the round of the refusal, not the next.
-        with rebalancer(stage.api, stage.watcher.url, {"interval": "2s"}) as live:
+        with rebalancer(
+            stage.api, stage.watcher.url, {"interval": "2s"}, provider_lag=30.0
+        ) as live:
             wait_for(
                 lambda: count(live.telemetry.evictions, "cpu-hot") >= 1,
                 timeout=30,
@@ -524,7 +533,9 @@ def test_a_500_a_lost_connection_and_a_webhook_403_leave_the_node_to_its_next_mo
         stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
         stage.proxy.fault = fail_flaky
         section = {"interval": "2s", "maxPerRound": 2, "evictionsPerMinute": 1}
-        with rebalancer(stage.api, stage.watcher.url, section) as r:
+        # The exporter's loads stay put after the move; a provider lag longer than these rounds
+        # keeps the node's fresh samples from ending its rest early (see the test above).
+        with rebalancer(stage.api, stage.watcher.url, section, provider_lag=30.0) as r:
             wait_for(
                 lambda: count(r.telemetry.evictions, "cpu-hot") >= 1,
                 timeout=30,
@@ -578,7 +589,9 @@ def test_an_eviction_whose_answer_never_came_but_took_place_counts_as_done(
         stage.watcher.wait_nodes([hot, cold], metrics=("cpu",))
         stage.proxy.fault = answer_late
         election = {"leaderElect": True, "resourceNamespace": namespace, **ELECTION}
-        with rebalancer(stage.api, stage.watcher.url, {}, election, "one") as r:
+        # The exporter's loads stay put after the move; a provider lag longer than the test keeps
+        # the node's fresh samples from ending its rest early (see the tests above).
+        with rebalancer(stage.api, stage.watcher.url, {}, election, "one", provider_lag=30.0) as r:
             wait_for(lambda: late, timeout=40, what="an eviction sent")
             wait_for(
                 lambda: count(r.telemetry.evictions, "cpu-hot") >= 1,
