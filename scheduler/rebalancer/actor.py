@@ -26,6 +26,7 @@ from scheduler.rebalancer import evictions, gpuhot, limits
 from scheduler.rebalancer.classify import Classification, HotStreaks
 from scheduler.rebalancer.judge import Move
 from scheduler.rebalancer.rest import HOT_AGAIN, Cooldowns
+from scheduler.rebalancer.saturation import SATURATED, Saturation
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.rebalancer.status import (
     EVICT,
@@ -73,6 +74,7 @@ class Memory:
     recent: RecentlyBound
     streaks: HotStreaks
     gpu_streaks: HotStreaks
+    saturation: Saturation
 
 
 class Actor:
@@ -143,10 +145,11 @@ class Actor:
                 self.skip(move.source, pod.key, NOT_RECORDED, unrecorded)
                 return NOT_RECORDED
         outcome = self.evict(pod, dry_run=bool(held))
+        saturated = move.reason == SATURATED  # its rest may end on one sample (rest.py)
         if outcome.maybe:
             # No answer, and the server could not say whether the pod went: the node rests (a
             # second pod must not leave it if the first did), the pod is set aside.
-            self.memory.cooldowns.start(move.source, now, rest, pod.uid)
+            self.memory.cooldowns.start(move.source, now, rest, pod.uid, saturated)
         if outcome.result != evictions.EVICTED:
             self.memory.bucket.give_back()  # nothing evicted: the rate is for evictions
             if outcome.result != NOT_LEADING:
@@ -156,7 +159,7 @@ class Actor:
             self.skip(move.source, pod.key, outcome.result, outcome.detail)
             return outcome.result
         # From here a held move changes the state as the eviction would have.
-        self.memory.cooldowns.start(move.source, now, rest, pod.uid)
+        self.memory.cooldowns.start(move.source, now, rest, pod.uid, saturated)
         self.memory.streaks.reset(move.source)
         self.memory.gpu_streaks.reset(move.source)
         self.memory.in_flight.add(
@@ -211,10 +214,10 @@ class Actor:
             delay = min(THROTTLE_MAX_S, delay * 2)
         return outcome
 
-    def rest_ended(self, node: str, why: str) -> None:
+    def rest_ended(self, node: str, why: str, reason: str = HOT_AGAIN) -> None:
         """A node's rest ended on post-move samples (rest.py): it may be judged again."""
         logger.info("%s may be judged again: %s", node, why)
-        self.log(REST_ENDED, node, "", HOT_AGAIN, why)
+        self.log(REST_ENDED, node, "", reason, why)
 
     def skip(self, node: str, pod: str, reason: str, detail: str = "") -> None:
         self.telemetry.skipped.labels(reason).inc()

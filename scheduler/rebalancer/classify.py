@@ -49,6 +49,8 @@ class Classification:
     high: dict[str, float] = field(default_factory=dict)  # resource -> threshold in %
     low: dict[str, float] = field(default_factory=dict)
     window: dict[str, float] = field(default_factory=dict)  # node -> the watcher's expiry, s
+    # node -> the least of its saturated CPU samples, when it is judged on them (saturation.py)
+    saturated: dict[str, float] = field(default_factory=dict)
 
     def nodes(self, state: str) -> list[str]:
         return [n for n, s in self.state.items() if s == state]

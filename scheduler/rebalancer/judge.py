@@ -29,6 +29,10 @@ fresh figures, the load margin applied to these nodes as to the hot one. Every c
 judged and the cheapest set of approved moves that brings the node under high is taken
 (selection.py). Each judged scheduler's pods by their own profile.
 
+A saturated node (saturation.py: CPU samples pinned at capacity) is planned at `200 - saturated`
+% CPU, at least: its measured use stops at 100 %, so the relief the set must bring is sized past
+what the samples show, and its moves carry the reason `cpu-saturated`.
+
 A GPU-hot node (gpuhot.py; profiles with GpuLoad) is hot for its GPU pods only: when it is
 confirmed GPU-hot and not CPU-hot, only pods requesting a GPU resource are its candidates, one
 move per round (the GPU figures show the relief only on later samples; the node rests after
@@ -49,7 +53,7 @@ from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile, ScoreParts
 from scheduler.framework.sampling import nodes_to_find
 from scheduler.framework.snapshot import TrialEdit
-from scheduler.rebalancer import gpuhot, limits, selection, victims
+from scheduler.rebalancer import gpuhot, limits, saturation, selection, victims
 from scheduler.rebalancer.classify import COLD, HOT, NORMAL, Classification
 from scheduler.rebalancer.landing import possible_winners
 from scheduler.rebalancer.margin import LoadMargin
@@ -77,14 +81,17 @@ class Move:
     target_after: dict[str, float]
     share: dict[str, float]  # the pod's predicted % of the source
     high: dict[str, float]
-    reason: str = ""  # gpuhot.GPU_HOT when it relieves the node's GPUs, "" for the CPU rules
+    # gpuhot.GPU_HOT when it relieves the node's GPUs, saturation.SATURATED when its CPU is
+    # pinned at capacity, "" for the other CPU rules
+    reason: str = ""
 
     def note(self) -> str:
         r = CPU if CPU in self.high else next(iter(self.high))
         if self.reason == gpuhot.GPU_HOT:
             return f"{self.source} GPU-hot; {self.pod.key} uses a GPU; fits {self.target}"
+        pinned = " saturated, planned at" if self.reason == saturation.SATURATED else ""
         return (
-            f"{self.source} {r} {self.source_usage[r]:.1f}% > high {self.high[r]:.1f}%; "
+            f"{self.source} {r}{pinned} {self.source_usage[r]:.1f}% > high {self.high[r]:.1f}%; "
             f"{self.pod.key} predicted {self.share[r]:.1f}%; fits {self.target} "
             f"({self.target_usage[r]:.1f}% -> {self.target_after[r]:.1f}%)"
         )
@@ -224,13 +231,17 @@ class Judge:
     def _planned_usage(
         self, view: Classification, snap: Snapshot, counted: dict[str, int]
     ) -> dict[str, dict[str, float]]:
-        """Use per node and resource, CPU with `counted` millicores bound too recently to show."""
+        """Use per node and resource, CPU with `counted` millicores bound too recently to show;
+        a saturated node's CPU at least what the clamp may hide (saturation.planned_use)."""
         usage = copy.deepcopy(view.usage)
+        floor = saturation.planned_use(self.settings.saturated)
         for name, values in usage.items():
             node = snap.nodes.get(name)
             recent = counted.get(name, 0)
             if node is not None and CPU in values and recent:
                 values[CPU] += 100.0 * recent / max(1, node.allocatable.get(CPU, 0))
+            if name in view.saturated and CPU in values and self.settings.saturated:
+                values[CPU] = max(values[CPU], floor)
         return usage
 
     def _relieve(
@@ -330,7 +341,7 @@ class Judge:
                     dict(usage[target.name]),
                     share,
                     dict(view.high),
-                    gpuhot.GPU_HOT if gpu else "",
+                    self._reason(node.name, view, gpu),
                 )
             )
             gpu_moves += 1
@@ -396,6 +407,12 @@ class Judge:
             if pod.key not in chosen:
                 out.skips.append(Skip(node.name, pod.key, NOT_CHOSEN, "a cheaper set relieves"))
         return [by_key[k] for k in chosen]
+
+    @staticmethod
+    def _reason(node: str, view: Classification, gpu: bool) -> str:
+        if gpu:
+            return gpuhot.GPU_HOT
+        return saturation.SATURATED if node in view.saturated else ""
 
     @staticmethod
     def _over(values: dict[str, float], view: Classification) -> bool:

@@ -17,6 +17,11 @@ of the last `consecutive`) instead of the window's statistic: they hold no victi
 counted twice, and their least keeps one spike from sizing the next move. A rest read back
 from the Events (a new leader's) has no victims known and runs to its end; so does a dry run's,
 whose pods never leave.
+
+A rest after a move off a saturated node (saturation.py: its CPU samples pinned at capacity,
+its measured excess clamped) ends on the first such sample that is still at or above the
+saturation level: the node was at capacity before the move and is after it, and the clamp hides
+how far past it the demand still is. It is then judged on that sample, and as saturated.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 
 from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.framework import CPU
 from scheduler.rebalancer.classify import Classification, state_of
 
 HOT_AGAIN = "hot-again"
+STILL_SATURATED = "still-saturated"
 
 
 @dataclass
@@ -42,6 +49,8 @@ class _Moved:
     run: list[dict[str, float]] = field(default_factory=list)  # hot readings in a row, latest
     last: dict[str, float] = field(default_factory=dict)  # the newest reading, hot or not
     ended: str = ""  # why the rest ended early; "" while it holds
+    saturated: bool = False  # a victim left a saturated node (saturation.py)
+    pinned: bool = False  # a post-move sample showed it saturated still
 
 
 class Cooldowns:
@@ -54,15 +63,20 @@ class Cooldowns:
         self.until: dict[str, float] = {}
         self.moved: dict[str, _Moved] = {}
         self.needed = 1
+        self.level = 0.0  # the saturation level (saturation.py); 0: off
 
-    def start(self, node: str, at: float, seconds: float, victim: str = "") -> None:
+    def start(
+        self, node: str, at: float, seconds: float, victim: str = "", saturated: bool = False
+    ) -> None:
+        """`saturated`: the victim left a saturated node (its rest may end on one sample)."""
         self.until[node] = max(self.until.get(node, 0.0), at + seconds)
         if not victim:
             return
         old = self.moved.get(node)
         victims = old.victims if old is not None and not old.ended else set()
+        was = old is not None and not old.ended and old.saturated
         # A new victim: the evidence starts over, once it is gone too.
-        self.moved[node] = _Moved({*victims, victim}, self.until[node])
+        self.moved[node] = _Moved({*victims, victim}, self.until[node], saturated=saturated or was)
 
     def active(self, node: str, now: float) -> bool:
         return self.until.get(node, 0.0) > now
@@ -74,12 +88,18 @@ class Cooldowns:
             del self.moved[node]
 
     def observe(
-        self, view: Classification, now: float, placed: Container[str], needed: int
+        self,
+        view: Classification,
+        now: float,
+        placed: Container[str],
+        needed: int,
+        level: float = 0.0,
     ) -> dict[str, str]:
         """Read this round's view into each rest's evidence; the rests that end on it, each
         with why. `placed`: the uids of the pods the cache holds on a node (terminating or
-        not)."""
+        not); `level`: the saturation level (0: off)."""
         self.needed = max(1, needed)
+        self.level = level
         ended: dict[str, str] = {}
         for node, m in self.moved.items():
             if not m.since:
@@ -87,7 +107,8 @@ class Cooldowns:
                     continue
                 m.since = now + self.lag  # gone by now at the latest
             self._read(m, node, view)
-            if not m.ended and len(m.run) >= self.needed and self.active(node, now):
+            enough = len(m.run) >= self.needed or m.pinned
+            if not m.ended and enough and self.active(node, now):
                 m.ended = self._why(m)
                 del self.until[node]
                 ended[node] = m.ended
@@ -103,15 +124,26 @@ class Cooldowns:
             return  # from before the move could show, or the same sample again
         m.seen = sample
         m.last = dict(latest)
-        if any(v > view.high.get(r, float("inf")) for r, v in latest.items()):
+        if self._saturated(m, latest) and not m.ended:
+            m.pinned = True
+            m.run = [dict(latest)]  # judged on this sample: the one that ends the rest
+        elif any(v > view.high.get(r, float("inf")) for r, v in latest.items()):
             m.run = [*m.run, dict(latest)][-self.needed :]
         else:
             m.run.clear()
+
+    def _saturated(self, m: _Moved, latest: dict[str, float]) -> bool:
+        return m.saturated and bool(self.level) and latest.get(CPU, 0.0) >= self.level
 
     def _why(self, m: _Moved) -> str:
         figures = self.figures(m) or {}
         shown = ", ".join(f"{r} {v:.1f}%" for r, v in figures.items())
         at = time.strftime("%H:%M:%S", time.gmtime(m.since))
+        if m.pinned:
+            return (
+                f"still saturated after the move: a sample since {at} UTC at or above "
+                f"{self.level:g}% ({shown}); judged on it, not the window"
+            )
         return (
             f"hot again after the move: {len(m.run)} samples above high since {at} UTC "
             f"(the least: {shown}); judged on them, not the window"
@@ -127,6 +159,20 @@ class Cooldowns:
     def ended(self) -> dict[str, str]:
         """The nodes whose rest ended on evidence and whose recorded end is still ahead."""
         return {n: m.ended for n, m in self.moved.items() if m.ended}
+
+    def reason(self, node: str) -> str:
+        """Why the node's rest ended early, as the decision log's reason."""
+        m = self.moved.get(node)
+        return STILL_SATURATED if m is not None and m.pinned else HOT_AGAIN
+
+    def saturated(self) -> dict[str, float]:
+        """The nodes whose rest ended on a saturated sample and whose newest is still at or
+        above the level, each with that sample's CPU: judged as saturated (saturation.py)."""
+        return {
+            n: m.last[CPU]
+            for n, m in self.moved.items()
+            if m.pinned and m.ended and self._saturated(m, m.last)
+        }
 
     def judged(self, view: Classification) -> None:
         """The nodes whose rest ended on evidence are judged on their post-move samples until

@@ -1,7 +1,8 @@
 """One round of the rebalancer: observe every node, and when leading, plan and carry out.
 
 classify the watcher's loads -> the rests' evidence (a rest ends early on post-move samples
-still hot: rest.py) -> hot streaks (CPU, GPU) -> the nodes confirmed hot and not resting -> the
+still hot: rest.py) -> the saturated nodes (CPU samples pinned at capacity, hot at once:
+saturation.py) -> hot streaks (CPU, GPU) -> the nodes confirmed hot and not resting -> the
 judge's plan on the cache's snapshot -> each move to the actor; a node whose move
 failed is planned again in the same round without the pod (or workload) set aside, at most
 REPLANS times. Every replica observes (streaks need history); only the leader plans, once it
@@ -24,7 +25,7 @@ from scheduler.backend.metrics_client import MetricsClient
 from scheduler.framework import PodInfo, Snapshot
 from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
-from scheduler.rebalancer import evictions, limits
+from scheduler.rebalancer import evictions, limits, saturation
 from scheduler.rebalancer.actor import ACTED, NOT_LEADING, NOT_RECORDED, NOT_TRIED, Actor, Memory
 from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, classify, classify_gpus
 from scheduler.rebalancer.judge import Judge, Plan
@@ -108,12 +109,18 @@ class Rounds:
         # A rest ends early when samples newer than its victims' going show the node hot still;
         # until its recorded end the node is judged on those samples (rest.py).
         with self.cache.lock:
-            ended = rests.observe(view, now, self.cache.index.pods, s.consecutive)
+            ended = rests.observe(view, now, self.cache.index.pods, s.consecutive, s.saturated)
         rests.judged(view)
+        # Saturated on its newest samples, or on the one that ended its rest: hot at once.
+        saturated = self.memory.saturation.observe(view, s.saturated, s.consecutive)
+        saturation.mark(view, {**saturated, **rests.saturated()})
         self.memory.streaks.observe(view)
         for node, why in ended.items():
             self.memory.streaks.proven(node, s.consecutive)
-            self.actor.rest_ended(node, why)
+            self.actor.rest_ended(node, why, rests.reason(node))
+        for node in view.saturated:
+            if view.state.get(node) == HOT:
+                self.memory.streaks.proven(node, s.consecutive)
         gpu_hot, gpu_view = {}, Classification()
         if self.gpu_names is not None:
             gpu_hot, gpu_view = classify_gpus(names, self.gpus_client.gpus(), now, s.gpu)
@@ -141,6 +148,7 @@ class Rounds:
             "time": now,
             "leading": leading,
             "hot": {n: self.memory.streaks.count.get(n, 0) for n in hot},
+            "saturated": dict(view.saturated),
             "gpuHot": {n: self.memory.gpu_streaks.count.get(n, 0) for n in gpu_hot},
             "confirmed": confirmed,
             "unknown": dict(view.why_unknown),

@@ -54,6 +54,7 @@ from scheduler.rebalancer.classify import (
     HotStreaks,
 )
 from scheduler.rebalancer.rounds import Judging, Rounds
+from scheduler.rebalancer.saturation import Saturation
 from scheduler.rebalancer.settings import RebalancerConfig
 from scheduler.rebalancer.status import (
     DecisionLog,
@@ -137,6 +138,7 @@ class Rebalancer:
             recent=RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
             streaks=HotStreaks(),
             gpu_streaks=HotStreaks(),
+            saturation=Saturation(),
         )
         # GPU-hot nodes (gpuhot.py), only when the judging profile uses GpuLoad: their own
         # streaks, on the GPUs' sample times, and the watcher's GPU windows fetched for them.

@@ -16,6 +16,9 @@ rebalancer:
   resources:
   - {name: cpu, statistic: avg, high: 80, low: 50}     # statistic: avg | p95 | latest
   consecutive: 3              # fresh observations above high before a node counts as hot
+  saturated: 0                # CPU % of the node, above cpu's high; 0 or null: off.
+                              # `consecutive` fresh samples in a row at or above it make a node
+                              # hot at once, planned at 200 - saturated % (saturation.py)
   gpu: {utilHigh: 90, memoryHigh: 90}  # GPU-hot (profiles with GpuLoad only): a GPU's % busy
                               # (window average) or % of its framebuffer in use above these
   targetsMustBeCold: true     # a move's target must be below low now (LowNodeLoad's rule)
@@ -84,6 +87,10 @@ class RebalancerSettings:
     threshold_mode: str = ABSOLUTE
     rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
     consecutive: int = 3
+    # CPU % of the node at or above which `consecutive` fresh samples in a row make the node hot
+    # at once, without waiting for the window's statistic: pinned at its capacity, it throttles
+    # its pods now (saturation.py). 0: off.
+    saturated: float = 0.0
     gpu: GpuRule = GpuRule()
     targets_must_be_cold: bool = True
     # Percentage points of a node's CPU by which the scheduler's figures may differ from the
@@ -165,6 +172,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         kill_switch_file=f.string("killSwitchFile", d.kill_switch_file),
         threshold_mode=f.string("thresholds", d.threshold_mode, choices=(ABSOLUTE, DEVIATION)),
         consecutive=f.integer("consecutive", d.consecutive, 1, 100),
+        saturated=f.number("saturated", d.saturated, 0, 100),
         gpu=_gpu_rule(f.section("gpu")),
         targets_must_be_cold=f.boolean("targetsMustBeCold", d.targets_must_be_cold),
         load_margin=f.number("loadMargin", d.load_margin, 0, 100),
@@ -197,8 +205,21 @@ def parse_section(doc: Any) -> RebalancerSettings:
             raise f.error("resources", "at least one resource")
     else:
         f.raw("resources")
+    _check_saturated(f, s)
     f.finish()
     return s
+
+
+def _check_saturated(f: Fields, s: RebalancerSettings) -> None:
+    """Saturation reads the CPU's samples in percent of the node, whatever the thresholds'
+    mode; in absolute mode it must sit above the CPU's high, or it is only a faster `high`."""
+    if not s.saturated:
+        return
+    cpu = next((r for r in s.rules if r.resource == CPU), None)
+    if cpu is None:
+        raise f.error("saturated", "reads the CPU: list cpu under resources, or leave it out")
+    if s.threshold_mode == ABSOLUTE and s.saturated <= cpu.high:
+        raise f.error("saturated", f"must be above cpu's high ({cpu.high:g}), got {s.saturated:g}")
 
 
 def _rule(f: Fields, mode: str) -> ResourceRule:
