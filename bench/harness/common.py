@@ -266,6 +266,7 @@ COLORS = {
     "ballast": "#1b7837",
     "ballast-n1": "#7fbf7b",
     "ballast-latest": "#5aae61",
+    "ballast-saturated": "#00441b",
     "descheduler": "#c51b7d",
     "koord-descheduler": "#e08214",
     "koord-descheduler-migration": "#b35806",

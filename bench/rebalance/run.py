@@ -20,6 +20,8 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 - ballast-p95, ballast-n5, ballast-h70, ballast-h90: the other candidates for the defaults
   (docs/rebalancer.md: statistic p95; 5 observations; hot above 70 % or 90 %), only when
   named;
+- ballast-saturated: the chart's with `saturated: 95` (a node whose 3 newest fresh CPU samples
+  are at or above 95 % is hot at once: scheduler/rebalancer/saturation.py), only when named;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -77,6 +79,8 @@ from sandbox.peers.trimaran import stop_scheduler
 from watcher import defaults as watcher_defaults
 
 RESULTS = RESULTS_DIR
+# ballast-saturated's level: a CPU this close to its capacity on 3 fresh samples is pinned.
+SATURATED = 95.0
 POOL_LABEL = "ballast.dev/bench-pool"
 AA = "ballast-aa"
 CONTENDERS = {
@@ -89,6 +93,8 @@ CONTENDERS = {
     "ballast-n5": "Ballast rebalancer, hot on 5 fresh observations (consecutive: 5)",
     "ballast-h70": "Ballast rebalancer, hot above 70 % (avg, 3 fresh observations)",
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
+    "ballast-saturated": "Ballast rebalancer, also hot at once on 3 fresh samples at or above "
+    f"{SATURATED:g} % (saturated: {SATURATED:g})",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
     "koord-descheduler-migration": "Koordinator LowNodeLoad through its MigrationController "
@@ -115,9 +121,10 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-n5": {"consecutive": 5},
     "ballast-h70": {"resources": [{"name": "cpu", "statistic": "avg", "high": 70.0, "low": LOW}]},
     "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
+    "ballast-saturated": {"saturated": SATURATED},
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates
-# (ballast-p95, -n5, -h70, -h90) only when asked for, as the table of defaults does
+# (ballast-p95, -n5, -h70, -h90, -saturated) only when asked for, as the table of defaults does
 # (docs/rebalancer.md). koord-descheduler-migration is Koordinator as its own configuration
 # evicts, so the full run has it; --quick keeps to the pairs every scenario's verdicts need.
 DEFAULT_CONTENDERS = (
