@@ -417,6 +417,12 @@ REBALANCER_STATUS = {
                     "description": "hot node -> consecutive hot observations",
                     "additionalProperties": {"type": "integer"},
                 },
+                "saturated": {
+                    "type": "object",
+                    "description": "node -> the least of the CPU samples that make it "
+                    "saturated (hot at once: `saturated` set)",
+                    "additionalProperties": NUMBER,
+                },
                 "confirmed": {"type": "array", "items": {"type": "string"}},
                 "unknown": {"type": "object", "additionalProperties": {"type": "string"}},
                 "resting": {"type": "object", "additionalProperties": NUMBER},

@@ -1,9 +1,9 @@
 """Wires the rebalancer's parts and runs its rounds (rounds.py plans each, actor.py acts).
 
 cache (watches) --nodes, pods, controllers--> round;  metrics client (thread) --loads--> round
-round: classify -> hot streaks -> judge (the profiles, on the cache's snapshot) -> limits ->
-       actor (actor.py: Eviction + Events);  leader elector gates the writes;
-       /metrics, /status, /decisions.
+round: classify -> rests, saturated nodes, hot streaks -> judge (the profiles, on the cache's
+       snapshot) -> limits -> actor (actor.py: Eviction + Events);
+leader elector gates the writes;  /metrics, /status, /decisions.
 
 Every replica observes (streaks need history, so a standby that takes over can act without
 waiting), only the leader evicts: the Lease is renewed right before each Eviction call and the
