@@ -8,6 +8,8 @@ above cpu's high), a node whose newest CPU sample is at or above it on `consecut
 observations in a row (each on a newer sample than the last counted, as a hot streak counts
 them; a sample under the level, or a round without fresh figures, starts over) is hot at once:
 judged on the least of those samples instead of the window's statistic, its streak confirmed.
+The samples are each round's newest (`latest`: an upstream load-watcher's CPU has none, and
+nothing is saturated then); rounds slower than the watcher's polls skip some.
 
 Saturation is the signal, not a sample above `high`: a CPU at its capacity throttles its pods
 now, and a few polls of it are not a burst the average would smooth away. What the samples
