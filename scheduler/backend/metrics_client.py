@@ -10,7 +10,11 @@ data keeps ageing: each tick re-derives every metric's state from its age, so a 
 went away turns fresh data stale and then expired, and the plugins fall back per node.
 
 Times: a sample's time is converted to this process's clock (fetch time minus the age the
-watcher reported), so clock skew between watcher and scheduler does not leak into ages.
+watcher reported), so clock skew between watcher and scheduler does not leak into ages. A sample
+read again (the watcher's own time of it, `last`, unchanged) keeps the time it was first given:
+the age is computed when the watcher builds its answer (a body serves half a second) and the
+fetch adds its latency, so the same sample would otherwise come back a few milliseconds newer,
+and a consumer counting newer samples (the rebalancer's hot streaks) would count it twice.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class _Metric:
     horizon: float | None
     expiry: float
     state: str  # as reported at fetch time
+    sample: float | None = None  # the watcher's own time of its newest sample: which one it is
 
 
 # ---- parsing (pure) ------------------------------------------------------------------------
@@ -114,9 +119,23 @@ def parse_ballast(doc: Any, fetched_at: float) -> dict[str, dict[str, _Metric]]:
                 horizon=_num(m.get("horizon"), f"{w}.horizon"),
                 expiry=expiry,
                 state=state,
+                sample=_num(m.get("last"), f"{w}.last"),
             )
         out[str(name)] = parsed
     return out
+
+
+def keep_sample_times(
+    fetched: dict[str, dict[str, _Metric]], before: dict[str, dict[str, _Metric]]
+) -> dict[str, dict[str, _Metric]]:
+    """`fetched`, each sample read again (the same watcher time) at the local time it was
+    first given."""
+    for node, metrics in fetched.items():
+        for key, m in metrics.items():
+            old = before.get(node, {}).get(key)
+            if old is not None and m.sample is not None and m.sample == old.sample:
+                m.last_sample = old.last_sample
+    return fetched
 
 
 def duration_seconds(text: str, default: float) -> float:
@@ -361,7 +380,7 @@ class MetricsClient:
                 return
             resp.raise_for_status()
             fetched_at = time.time()
-            self._fetched = parse_ballast(_json(resp), fetched_at)
+            self._fetched = keep_sample_times(parse_ballast(_json(resp), fetched_at), self._fetched)
             self._etag = resp.headers.get("ETag")
             return
         resp = self._session.get(

@@ -19,6 +19,7 @@ from scheduler.backend.metrics_client import (
     MetricsClient,
     current_loads,
     duration_seconds,
+    keep_sample_times,
     parse_ballast,
     parse_envelope,
 )
@@ -66,6 +67,24 @@ def test_parse_ballast_converts_ages_to_local_sample_times():
     loads = current_loads(fetched, "ballast", now=1010.0)
     stats = loads["n1"].metrics["cpu"]
     assert stats.age == 12.0 and stats.state == "fresh" and stats.expiry == 300.0
+
+
+def test_a_sample_read_again_keeps_its_first_local_time():
+    # The watcher's answer ages its sample when built and the fetch adds latency: the same
+    # sample (its watcher time `last` unchanged) reads 0.4 s younger the second time.
+    first = ballast_doc(age=2.0)
+    first["nodes"]["n1"]["metrics"]["cpu"]["last"] = 5000.0
+    before = parse_ballast(first, fetched_at=1000.0)
+    again = parse_ballast(first, fetched_at=1000.4)
+    assert again["n1"]["cpu"].last_sample == 998.4  # as parsed: a newer time, the same sample
+    kept = keep_sample_times(again, before)
+    assert kept["n1"]["cpu"].last_sample == 998.0
+    newer = ballast_doc(age=2.0)
+    newer["nodes"]["n1"]["metrics"]["cpu"]["last"] = 5003.0
+    moved = keep_sample_times(parse_ballast(newer, fetched_at=1003.0), before)
+    assert moved["n1"]["cpu"].last_sample == 1001.0  # a new sample: its own time
+    unnamed = keep_sample_times(parse_ballast(ballast_doc(age=1.0), fetched_at=1000.4), before)
+    assert unnamed["n1"]["cpu"].last_sample == 999.4  # no `last`: as the age says
 
 
 def test_states_follow_age_past_horizon_and_expiry():
