@@ -1,19 +1,25 @@
-"""`ballast rebalancer --config FILE [--kubeconfig PATH] [--listen HOST:PORT] [--dry-run]`."""
+"""`ballast rebalancer --config FILE [--kubeconfig PATH] [--listen HOST:PORT] [--dry-run]
+[--provider-lag SECONDS]`."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubernetes import client, config
 
+from scheduler.backend.recent import PROVIDER_LAG
 from scheduler.framework.errors import ConfigError
 from shared import logs
 from shared.lifecycle import SignalLatch, ignore_stop_signals
+
+if TYPE_CHECKING:
+    from scheduler.rebalancer.runtime import Options
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +49,15 @@ def register(subparsers: Any) -> None:
         "(read again when it changes)",
     )
     p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument(
+        "--provider-lag",
+        type=float,
+        default=PROVIDER_LAG,
+        help="seconds a sample takes to reach the watcher, as the scheduler's flag (give both "
+        "the same): a node rests this much past its window after an eviction, its rest ends "
+        "early only on samples this much newer than the pod's going, and a bound pod counts on "
+        "its node until a sample this much newer than its bind (default %(default)s)",
+    )
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
     p.set_defaults(func=run)
@@ -62,12 +77,29 @@ def _api(kubeconfig: str | None) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
+def options(args: argparse.Namespace) -> Options:
+    """The runtime's options from the command line."""
+    from scheduler.rebalancer.runtime import Options
+
+    return Options(
+        listen=args.listen or None,
+        watcher_interval=args.watcher_interval,
+        provider_lag=args.provider_lag,
+        identity=args.identity,
+        api_token_file=args.api_token_file,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     latch = SignalLatch()
     logs.configure(args.log_level, args.log_format)
+    if not math.isfinite(args.provider_lag) or args.provider_lag < 0:
+        print(f"ballast rebalancer: --provider-lag: seconds >= 0, not {args.provider_lag:g}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     from scheduler.config.profiles import build_profiles
     from scheduler.rebalancer import settings
-    from scheduler.rebalancer.runtime import Options, Rebalancer
+    from scheduler.rebalancer.runtime import Rebalancer
 
     try:
         cfg = settings.load(args.config)
@@ -86,13 +118,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ballast rebalancer: --api-token-file: cannot read {args.api_token_file}",
               file=sys.stderr)  # fmt: skip
         return 2
-    options = Options(
-        listen=args.listen or None,
-        watcher_interval=args.watcher_interval,
-        identity=args.identity,
-        api_token_file=args.api_token_file,
-    )
-    rebalancer = Rebalancer(cfg, api, profiles, options)
+    rebalancer = Rebalancer(cfg, api, profiles, options(args))
     threading.Thread(target=rebalancer.start, name="start", daemon=True).start()
     lost = False
     while not latch.event.wait(0.5):

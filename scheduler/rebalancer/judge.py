@@ -64,7 +64,8 @@ ELSEWHERE = "scheduler-would-place-elsewhere"
 TOO_LITTLE, NOT_CHOSEN = "too-little-relief", "not-chosen"
 
 # The scheduler's RecentlyBound defaults (its --provider-lag and recent max age): a bound pod
-# counts on its node until the node's newest sample is this much later than the bind.
+# counts on its node until the node's newest sample is this much later than the bind. The lag
+# is the rebalancer's own --provider-lag when given (Judge's `provider_lag`).
 PROVIDER_LAG_S = RecentlyBound().provider_lag
 RECENT_MAX_AGE_S = RecentlyBound().max_age
 
@@ -149,11 +150,14 @@ class Judge:
         aside: Callable[[PodInfo], str] = lambda pod: "",
         profiles: dict[str, Profile] | None = None,
         percentage: int = 0,
+        provider_lag: float = PROVIDER_LAG_S,
     ) -> None:
         """`profiles`: each judged scheduler's own profile (a pod is judged by the profile of
         its schedulerName; `profile` for the others); `percentage`: the scheduler's
-        percentageOfNodesToScore (0: upstream's adaptive share)."""
+        percentageOfNodesToScore (0: upstream's adaptive share); `provider_lag`: the
+        scheduler's --provider-lag, as the rebalancer is told it (its own flag)."""
         self.profile = profile
+        self.provider_lag = provider_lag
         self.profiles = profiles or {profile.scheduler_name: profile}
         self.percentage = percentage
         self.settings = settings
@@ -219,7 +223,7 @@ class Judge:
         for node in snap.nodes.values():
             load = snap.loads.get(node.name)
             stats = load.metrics.get(CPU) if load is not None else None
-            shown = stats.last_sample - PROVIDER_LAG_S if stats is not None else float("-inf")
+            shown = stats.last_sample - self.provider_lag if stats is not None else float("-inf")
             for pod in node.pods.values():
                 if pod.scheduler_name not in ours:
                     continue

@@ -28,7 +28,7 @@ from scheduler.framework.profile import Profile
 from scheduler.rebalancer import evictions, limits, saturation
 from scheduler.rebalancer.actor import ACTED, NOT_LEADING, NOT_RECORDED, NOT_TRIED, Actor, Memory
 from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, classify, classify_gpus
-from scheduler.rebalancer.judge import Judge, Plan
+from scheduler.rebalancer.judge import PROVIDER_LAG_S, Judge, Plan
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.rebalancer.status import Telemetry
 from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible, workload_of
@@ -47,6 +47,7 @@ class Judging:
     profiles: dict[str, Profile]  # each judged scheduler's own
     estimator: Estimator
     percentage: int  # percentageOfNodesToScore
+    provider_lag: float = PROVIDER_LAG_S  # the scheduler's --provider-lag (the rebalancer's flag)
 
 
 class Rounds:
@@ -92,6 +93,7 @@ class Rounds:
             self._set_aside,
             judging.profiles,
             judging.percentage,
+            judging.provider_lag,
         )
 
     def run(self) -> dict[str, Any]:

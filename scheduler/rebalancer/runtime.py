@@ -39,7 +39,7 @@ from scheduler.backend.cache import ClusterCache
 from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
-from scheduler.backend.recent import RecentlyBound
+from scheduler.backend.recent import PROVIDER_LAG, RecentlyBound
 from scheduler.framework import PodInfo
 from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.profile import Profile
@@ -76,7 +76,10 @@ class Options:
     watcher_interval: float = 5.0
     watcher_timeout: float = 2.0
     watcher_max_backoff: float = 30.0
-    provider_lag: float = 15.0
+    # Seconds a sample takes to reach the watcher (--provider-lag, the scheduler's flag): a node
+    # rests this much past its window, its rest ends early only on samples this much newer than
+    # the victim's going, and a bound pod counts on its node until a sample this much newer.
+    provider_lag: float = PROVIDER_LAG
     sync_timeout: float = 60.0
     identity: str = ""
     api_token_file: str = ""  # when set, /status and /decisions need its token (re-read)
@@ -191,6 +194,7 @@ class Rebalancer:
                 {name: profiles[name] for name in s.schedulers if name in profiles},
                 self.estimator,
                 sched.percentage_of_nodes_to_score,
+                opts.provider_lag,
             ),
             self.actor,
             self.telemetry,

@@ -13,7 +13,7 @@ from scheduler.framework.snapshot import snapshot_of
 from scheduler.rebalancer import evictions
 from scheduler.rebalancer.classify import HOT, Classification
 from scheduler.rebalancer.rest import Cooldowns
-from scheduler.rebalancer.runtime import Rebalancer
+from scheduler.rebalancer.runtime import Options, Rebalancer
 from tests.unit.test_rebalancer import node, pod
 from tests.unit.test_rebalancer_safety import offline_rebalancer, replica_set
 
@@ -57,9 +57,9 @@ class Writer:
 
 
 class Scene:
-    def __init__(self, monkeypatch: Any, **section: Any) -> None:
+    def __init__(self, monkeypatch: Any, options: Options | None = None, **section: Any) -> None:
         self.clock = [1_800_000_000.0]
-        self.r = r = offline_rebalancer()
+        self.r = r = offline_rebalancer(options)
         for key, value in {"interval": INTERVAL, **section}.items():
             setattr(r.settings, key, value)
         self.pods = [pod(name, cpu="400m") for name in ("a", "b", "c")]
@@ -123,6 +123,22 @@ def test_a_node_still_hot_on_post_move_samples_is_judged_again_before_its_rest_e
     [ended] = s.rest_ended()
     assert ended["node"] == "hot" and ended["reason"] == "hot-again"
     assert ended["detail"].startswith("hot again after the move: 3 samples above high since ")
+
+
+def test_the_provider_lag_it_is_given_sets_the_rest_and_its_early_end(monkeypatch):
+    # --provider-lag 3 (the benchmarks' 15 s over 5): the rest is the window plus 3 s, and a
+    # sample counts as post-move once taken 3 s after the pod was seen gone, not 15.
+    s = Scene(monkeypatch, Options(provider_lag=3.0))
+    assert (s.r.rounds.judge.provider_lag, s.r.memory.recent.provider_lag) == (3.0, 3.0)
+    at = s.first_move()
+    assert s.r.memory.cooldowns.until["hot"] == at + WINDOW + 3.0
+    s.gone("a")
+    s.watcher.latest = 95.0
+    s.rounds(6)
+    # Seen gone at +2 s; samples count once taken after +5 s: those of the rounds at +8, +10
+    # and +12 s (at 15 s, the first would be at +20 s).
+    assert [(t - at, name) for t, name in s.evicted] == [(0.0, "a"), (12.0, "b")]
+    assert [d["reason"] for d in s.rest_ended()] == ["hot-again"]
 
 
 def test_samples_from_before_the_move_could_show_or_too_few_do_not_end_the_rest(monkeypatch):

@@ -28,7 +28,7 @@ from scheduler.rebalancer.actor import (
 from scheduler.rebalancer.classify import Classification
 from scheduler.rebalancer.judge import Move, Plan
 from scheduler.rebalancer.rounds import REPLANS
-from scheduler.rebalancer.runtime import Rebalancer
+from scheduler.rebalancer.runtime import Options, Rebalancer
 from tests.unit.test_rebalancer import pod
 
 PROFILES = [{"schedulerName": "ballast"}, {"schedulerName": "ballast-batch"}]
@@ -291,12 +291,12 @@ class Writer:
         return self.outcomes.pop(0)
 
 
-def offline_rebalancer() -> Rebalancer:
+def offline_rebalancer(options: Options | None = None) -> Rebalancer:
     cfg = settings.parse(
         {"profiles": [{"schedulerName": "ballast"}], "leaderElection": {"leaderElect": False}}
     )
     api = client.ApiClient(client.Configuration())
-    return Rebalancer(cfg, api, build_profiles(cfg.scheduler))
+    return Rebalancer(cfg, api, build_profiles(cfg.scheduler), options)
 
 
 class Pauses:
