@@ -13,8 +13,7 @@ it is floored, and a floored value must stay within one trace step of the deploy
 Settings a peer's binary fixes in real time (Trimaran's fetch and its recently-bound pods,
 load-watcher's fetch) cannot follow; they are listed with `fixed` saying why, so the table shows
 how far off they are. load-watcher's windows, hard-coded in its queries, follow through a proxy
-that scales their ranges (sandbox/peers/loadwatcher/serve.py). Ballast's rebalancer has no
-flag for its provider lag: it is listed so too.
+that scales their ranges (sandbox/peers/loadwatcher/serve.py).
 
 The synthetic scenarios of both benchmarks use the same settings at one compression of their
 own, SYNTHETIC_SPEED (`settings(SYNTHETIC_SPEED)`, `synthetic_timing()`): there each contender
@@ -155,11 +154,10 @@ def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ..
                 "scheduler/rebalancer/settings.py", at(ROUNDS, FASTEST_POLL)),
         Setting("Ballast rebalancer", "--watcher-interval", PACE, REBALANCER_FETCH,
                 "scheduler/rebalancer/runtime.py", at(REBALANCER_FETCH, FASTEST_POLL)),
-        # How long an evicted node rests past its window's share, and a bound pod's lag: the
-        # rebalancer has no flag for it.
-        Setting("Ballast rebalancer", "provider_lag", LOOK_BACK, REBALANCER_LAG,
-                "scheduler/rebalancer/runtime.py", REBALANCER_LAG,
-                fixed="the rebalancer has no flag for it (Options.provider_lag)"),
+        # How long an evicted node rests past its window's share, how long after a victim's
+        # going a sample counts as post-move, and a bound pod's lag: the scheduler's, scaled alike.
+        Setting("Ballast rebalancer", "--provider-lag", LOOK_BACK, REBALANCER_LAG,
+                "scheduler/rebalancer/runtime.py", at(REBALANCER_LAG)),
         Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
                 "koordlet default", report),
         Setting("Koordinator (koordlet)", "aggregateDurationSeconds", LOOK_BACK, KOORDLET_MEAN,
@@ -273,7 +271,10 @@ class Timing:
 def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
     """Every contender at its deployed defaults, scaled as `rows` say."""
     speed = rows[0].speed
-    fetch = setting("Ballast rebalancer", "--watcher-interval", rows).wall
+    rebalancer = [
+        f"--{name.lstrip('-')}={setting('Ballast rebalancer', name, rows).wall:g}"
+        for name in ("--watcher-interval", "--provider-lag")
+    ]
     return Timing(
         watcher_env(rows),
         node_metrics(rows),
@@ -284,7 +285,7 @@ def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
         anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout", rows).wall,
         migration_ttl=setting(MIGRATION, "defaultJobTTL", rows).wall,
         migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration", rows).wall,
-        rebalancer_flags=(f"--watcher-interval={fetch:g}",),
+        rebalancer_flags=tuple(rebalancer),
         speed=speed,
     )
 
@@ -474,6 +475,9 @@ def effective_at(timing: Timing, speed: float) -> list[Setting]:
         ),
         ("Ballast rebalancer", "--watcher-interval"): float(
             rebalancer.get("watcher-interval", REBALANCER_FETCH)
+        ),
+        ("Ballast rebalancer", "--provider-lag"): float(
+            rebalancer.get("provider-lag", REBALANCER_LAG)
         ),
         ("Koordinator (koordlet)", "reportIntervalSeconds"): nm.report_seconds,
         ("Koordinator (koordlet)", "aggregateDurationSeconds"): nm.aggregate_seconds,

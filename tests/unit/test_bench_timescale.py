@@ -30,7 +30,6 @@ FIXED = {
     ("Trimaran", "recently bound pods"),
     ("load-watcher", "fetch"),
     (ts.MIGRATION, "requeue of a job evicting"),
-    ("Ballast rebalancer", "provider_lag"),
 }
 
 
@@ -136,6 +135,37 @@ def test_the_synthetic_scenarios_run_every_look_back_within_one_poll(bench):
     looks = {(s.contender, s.name) for s in settings if s.kind == ts.LOOK_BACK}
     assert ("Koordinator (koordlet)", "aggregateDurationSeconds") in looks
     assert ("koord-descheduler", "anomalyCondition.timeout") in looks
+
+
+def rebalancer_lag(timing: ts.Timing, speed: float) -> ts.Setting:
+    """The provider lag Ballast's rebalancers run with under `timing`, read back."""
+    [lag] = [s for s in ts.effective_at(timing, speed) if s.name == "--provider-lag"
+             and s.contender == "Ballast rebalancer"]  # fmt: skip
+    return lag
+
+
+@pytest.mark.parametrize(
+    ("bench", "speed", "wall"),
+    [
+        ("rebalance.run.SYNTHETIC", ts.SYNTHETIC_SPEED, 3.0),
+        ("rebalance.trace.TIMING", ts.SPEED, 0.25),
+    ],
+    ids=["synthetic", "trace"],
+)
+def test_the_rebalancers_provider_lag_is_scaled_as_the_schedulers(bench, speed, wall):
+    # Every Ballast rebalancer of bench-rebalance (its synthetic scenarios, its trace, and
+    # drift_check through them) is started with its timing's rebalancer_flags.
+    module, name = bench.rsplit(".", 1)
+    timing = getattr(importlib.import_module(f"bench.{module}"), name)
+    assert f"--provider-lag={wall:g}" in timing.rebalancer_flags
+    assert f"--provider-lag={wall:g}" in timing.scheduler_flags
+    lag = rebalancer_lag(timing, speed)
+    assert (lag.wall, lag.trace, lag.steps_off, lag.wall_off) == (wall, 15.0, 0.0, 0.0)
+    # Without the flag it runs its real-time 15 s: 3 trace steps in the trace, 12 s off in the
+    # synthetic scenarios, and the checks above fail.
+    flags = tuple(f for f in timing.rebalancer_flags if not f.startswith("--provider-lag"))
+    lag = rebalancer_lag(replace(timing, rebalancer_flags=flags), speed)
+    assert lag.wall == 15.0 and (lag.steps_off > 1.0 if speed == ts.SPEED else lag.wall_off > POLL)
 
 
 def test_koordinator_is_scaled_as_ballast_in_the_synthetic_scenarios():
