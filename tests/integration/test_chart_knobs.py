@@ -225,6 +225,27 @@ def test_every_part_takes_placement_and_extras(tmp_path):
         assert spec["imagePullSecrets"] == [{"name": "regcred"}], part
 
 
+def rebalancer_args(tmp_path: Path, values: dict) -> list[str]:
+    path = tmp_path / "values.yaml"
+    rebalancer = {"enabled": True, **values.get("rebalancer", {})}
+    path.write_text(yaml.safe_dump({**values, "rebalancer": rebalancer}))
+    deployment = find(docs(chart.template([path])), "Deployment", "ballast-rebalancer")
+    return deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_rebalancer_follows_the_schedulers_provider_lag(tmp_path):
+    # A sample's lag is the metrics pipeline's: the scheduler's --provider-lag, given in its
+    # extraArgs, reaches the rebalancer too, in either form; the rebalancer's own comes after it
+    # (the last flag wins); none given, none passed (the 15 s default of both).
+    lag = {"scheduler": {"extraArgs": ["--watcher-interval=2", "--provider-lag=30"]}}
+    assert rebalancer_args(tmp_path, lag)[-1] == "--provider-lag=30"
+    split = {"scheduler": {"extraArgs": ["--provider-lag", "25"]},
+             "rebalancer": {"extraArgs": ["--provider-lag=20"]}}  # fmt: skip
+    assert rebalancer_args(tmp_path, split)[-3:] == ["--provider-lag", "25", "--provider-lag=20"]
+    assert not [a for a in rebalancer_args(tmp_path, {}) if a.startswith("--provider-lag")]
+    assert "--watcher-interval=2" not in rebalancer_args(tmp_path, lag)  # the lag alone
+
+
 def test_redis_takes_the_charts_pull_secrets_by_default():
     objects = docs(chart.template(extra=["--set=imagePullSecrets[0].name=shared"]))
     redis = find(objects, "StatefulSet", "ballast-redis")["spec"]["template"]["spec"]

@@ -194,3 +194,19 @@ imagePullSecrets:
 - --log-level={{ .Values.logging.level }}
 - --log-format={{ .Values.logging.format }}
 {{- end -}}
+
+{{/* The scheduler's --provider-lag from scheduler.extraArgs (`--provider-lag=S`, or the flag and
+its value as two items), as the rebalancer's flags: a sample's lag is the metrics pipeline's, the
+same for both. Before rebalancer.extraArgs, so a value of the rebalancer's own wins. */}}
+{{- define "ballast.providerLagArgs" -}}
+{{- $args := .Values.scheduler.extraArgs | default list -}}
+{{- range $i, $a := $args }}
+{{- $a = toString $a }}
+{{- if hasPrefix "--provider-lag=" $a }}
+- {{ $a | quote }}
+{{- else if and (eq $a "--provider-lag") (lt (add1 $i) (len $args)) }}
+- {{ $a | quote }}
+- {{ index $args (add1 $i) | toString | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
