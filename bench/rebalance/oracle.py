@@ -36,7 +36,8 @@ the rest guards against a lagging statistic these movers do not read.
 - `reactive`: knows each node's and pod's true use now, nothing to come: moves a pod off a node
   over the threshold (100 %, or `high`) that brings it under, else takes the most excess off,
   to the node least loaded now; none that makes that node cross. `delay` k: only off nodes whose
-  every sample of the last k trace steps was over the threshold (detection).
+  every sample (one a second) of the last k trace steps was over the threshold (detection; the
+  replay's samples only, as the rebalancers start with it).
 - `floor`: per second, the nodes whose background and unmovable pods (minReplicas) alone pass
   100 %, or one when the pool's whole demand passes its CPU or a pod alone passes 100 % with
   the pool's least background (a saturating VM, hot wherever it runs): node-seconds no
@@ -312,7 +313,9 @@ def reactive(level: float = 100.0, delay_steps: int = 0) -> Mover:
     def mover(state: State, t: int, movable: np.ndarray) -> tuple[int, int] | None:
         w = state.w
         cap = w.capacity
-        past = state.load[:, max(0, t - look) : t + 1]
+        if t < look:  # the rebalancer starts with the replay: no evidence before it
+            return None
+        past = state.load[:, t - look : t + 1]
         hot = _over(past, cap[:, None], level).all(axis=1)
         now = state.load[:, t]
         cpu_room, mem_room = state.room()
