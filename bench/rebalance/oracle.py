@@ -32,7 +32,7 @@ the rest guards against a lagging statistic these movers do not read.
   cuts the most node-seconds over 100 % from now to the end (source and target together, the
   rest of the pool as it will be with every move made so far), its replacement on the node
   where it adds the fewest (then the least excess); only moves cutting at least `min_gain`.
-  Greedy over time: a bound on what foresight reaches under these limits, not the optimum.
+  Greedy over time: what foresight reached under these limits, not the optimum (no proof).
 - `reactive`: knows each node's and pod's true use now, nothing to come: moves a pod off a node
   over the threshold (100 %, or `high`) that brings it under, else takes the most excess off,
   to the node least loaded now; none that makes that node cross. `delay` k: only off nodes whose
