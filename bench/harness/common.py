@@ -267,6 +267,8 @@ COLORS = {
     "ballast-n1": "#7fbf7b",
     "ballast-latest": "#5aae61",
     "ballast-saturated": "#00441b",
+    "ballast-saturated-n1": "#41ab5d",
+    "ballast-saturated-m3": "#a1d99b",
     "descheduler": "#c51b7d",
     "koord-descheduler": "#e08214",
     "koord-descheduler-migration": "#b35806",

@@ -95,6 +95,10 @@ CONTENDERS = {
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "ballast-saturated": "Ballast rebalancer, also hot at once on 3 fresh samples at or above "
     f"{SATURATED:g} % (saturated: {SATURATED:g})",
+    "ballast-saturated-n1": f"ballast-saturated on 1 fresh observation (consecutive: 1): a "
+    "pinned node hot on its first saturated sample, as the descheduler reads one",
+    "ballast-saturated-m3": "ballast-saturated with maxPerNode 3: a saturated node's planned "
+    "set of moves in one round",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
     "koord-descheduler-migration": "Koordinator LowNodeLoad through its MigrationController "
@@ -122,6 +126,8 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-h70": {"resources": [{"name": "cpu", "statistic": "avg", "high": 70.0, "low": LOW}]},
     "ballast-h90": {"resources": [{"name": "cpu", "statistic": "avg", "high": 90.0, "low": LOW}]},
     "ballast-saturated": {"saturated": SATURATED},
+    "ballast-saturated-n1": {"saturated": SATURATED, "consecutive": 1},
+    "ballast-saturated-m3": {"saturated": SATURATED, "maxPerNode": 3},
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates
 # (ballast-p95, -n5, -h70, -h90, -saturated) only when asked for, as the table of defaults does
