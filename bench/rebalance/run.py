@@ -95,7 +95,7 @@ CONTENDERS = {
     "ballast-h90": "Ballast rebalancer, hot above 90 % (avg, 3 fresh observations)",
     "ballast-saturated": "Ballast rebalancer, also hot at once on 3 fresh samples at or above "
     f"{SATURATED:g} % (saturated: {SATURATED:g})",
-    "ballast-saturated-n1": f"ballast-saturated on 1 fresh observation (consecutive: 1): a "
+    "ballast-saturated-n1": "ballast-saturated on 1 fresh observation (consecutive: 1): a "
     "pinned node hot on its first saturated sample, as the descheduler reads one",
     "ballast-saturated-m3": "ballast-saturated with maxPerNode 3: a saturated node's planned "
     "set of moves in one round",
