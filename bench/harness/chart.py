@@ -42,6 +42,10 @@ OVERLAYS: dict[str, str] = {
     "rebalancer.interval": "rounds scaled as every contender's look-backs: the chart's 10 s "
     "over 5 in the synthetic scenarios (2 s, docs/benchmarks.md), to trace time in the trace "
     "(1 s, docs/trace.md)",
+    "rebalancer.evictionsPerMinute": "the token bucket's rate scaled as the rounds: the chart's "
+    "10 a minute is 50 a wall minute in the synthetic scenarios and 600 in the trace, 10 a "
+    "deployed minute in both (unscaled it was 10 a trace hour); its burst, maxPerRound, is per "
+    "round and stays",
 }
 
 
@@ -95,9 +99,11 @@ def rebalancer_config(
     node_selector: Mapping[str, str] | None = None,
     interval: float | None = None,
     variant: Mapping[str, Any] | None = None,
+    evictions_per_minute: float | None = None,
 ) -> dict[str, Any]:
-    """The chart's rebalancer file with the benchmarks' overlays (`interval` in seconds, set
-    where it differs from the chart's) and a contender's `variant` keys of its section."""
+    """The chart's rebalancer file with the benchmarks' overlays (`interval` in seconds and
+    `evictions_per_minute` in wall minutes, each set where it differs from the chart's) and a
+    contender's `variant` keys of its section."""
     config = scheduler_config(watcher_address)
     config["rebalancer"] = section = rebalancer_file()["rebalancer"]
     section["dryRun"] = False
@@ -105,6 +111,9 @@ def rebalancer_config(
         section["nodeSelector"] = dict(node_selector)
     if interval is not None and interval != rebalancer_settings().interval:
         section["interval"] = f"{interval:g}s"
+    rate = evictions_per_minute
+    if rate is not None and rate != rebalancer_settings().evictions_per_minute:
+        section["evictionsPerMinute"] = int(rate) if rate == int(rate) else rate
     section.update(copy.deepcopy(dict(variant or {})))
     return config
 

@@ -108,6 +108,12 @@ RATE_RANGE_WALL = max(scaled(60.0), 3 * FASTEST_POLL)  # as settings() gives it
 # The rebalancer fetches the watcher every this many seconds unless told (--watcher-interval).
 REBALANCER_FETCH = RebalancerRuntimeOptions().watcher_interval
 REBALANCER_LAG = RebalancerRuntimeOptions().provider_lag
+# Its token bucket's rate, evictionsPerMinute, as the pace it sets: one eviction every this many
+# seconds (its burst, maxPerRound, is per round and follows the rounds). Left in wall minutes, 10
+# a minute would be 10 a trace hour (issue 46).
+EVICTIONS_PER_MINUTE = _REBALANCER.evictions_per_minute
+EVICTION_GAP = 60.0 / EVICTIONS_PER_MINUTE
+EVICTION_RATE = f"evictionsPerMinute {EVICTIONS_PER_MINUTE:g}: the gap between evictions"
 
 
 def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ...]:
@@ -158,6 +164,8 @@ def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ..
         # going a sample counts as post-move, and a bound pod's lag: the scheduler's, scaled alike.
         Setting("Ballast rebalancer", "--provider-lag", LOOK_BACK, REBALANCER_LAG,
                 "scheduler/rebalancer/runtime.py", at(REBALANCER_LAG)),
+        Setting("Ballast rebalancer", EVICTION_RATE, PACE, EVICTION_GAP,
+                "scheduler/rebalancer/settings.py", at(EVICTION_GAP)),
         Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
                 "koordlet default", report),
         Setting("Koordinator (koordlet)", "aggregateDurationSeconds", LOOK_BACK, KOORDLET_MEAN,
@@ -249,6 +257,8 @@ class Timing:
     migration_ttl: float | None = None
     migration_limiter: float | None = None
     rebalancer_flags: tuple[str, ...] = ()  # Ballast rebalancers' command line
+    # Ballast rebalancers' evictionsPerMinute, in wall minutes; None: the chart's.
+    evictions_per_minute: float | None = None
     speed: float | None = None  # real seconds a wall second; None: not scaled
 
     def record(self) -> dict[str, Any]:
@@ -259,6 +269,7 @@ class Timing:
             "node_metrics": asdict(self.node_metrics),
             "scheduler_flags": list(self.scheduler_flags),
             "rebalancer_flags": list(self.rebalancer_flags),
+            "evictions_per_minute": self.evictions_per_minute,
             "load_aware_args": self.load_aware_args,
             "rounds": self.rounds,
             "load_watcher_speed": self.load_watcher_speed,
@@ -275,6 +286,7 @@ def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
         f"--{name.lstrip('-')}={setting('Ballast rebalancer', name, rows).wall:g}"
         for name in ("--watcher-interval", "--provider-lag")
     ]
+    gap = setting("Ballast rebalancer", EVICTION_RATE, rows).wall  # the chart's file's key
     return Timing(
         watcher_env(rows),
         node_metrics(rows),
@@ -286,6 +298,7 @@ def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
         migration_ttl=setting(MIGRATION, "defaultJobTTL", rows).wall,
         migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration", rows).wall,
         rebalancer_flags=tuple(rebalancer),
+        evictions_per_minute=round(60.0 / gap, 3),
         speed=speed,
     )
 
@@ -478,6 +491,9 @@ def effective_at(timing: Timing, speed: float) -> list[Setting]:
         ),
         ("Ballast rebalancer", "--provider-lag"): float(
             rebalancer.get("provider-lag", REBALANCER_LAG)
+        ),
+        ("Ballast rebalancer", EVICTION_RATE): (
+            60.0 / (timing.evictions_per_minute or EVICTIONS_PER_MINUTE)
         ),
         ("Koordinator (koordlet)", "reportIntervalSeconds"): nm.report_seconds,
         ("Koordinator (koordlet)", "aggregateDurationSeconds"): nm.aggregate_seconds,

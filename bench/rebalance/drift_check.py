@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'PASS' if c['pass'] else 'FAIL'}  {name}: {values}")
         runs.append(result)
     passed = all(r["passed"] for r in runs)
-    setup = {**rb.ballast_setup(rb.ROUNDS), "timing": rb.SYNTHETIC.record()}
+    setup = {**rb.ballast_setup(rb.SYNTHETIC), "timing": rb.SYNTHETIC.record()}
     doc = {"about": __doc__.split("\n\n")[0], "setup": setup, "seeds": seeds,
            "passed": passed, "runs": runs}  # fmt: skip
     path = provenance.write_result(args.out, doc, argv)

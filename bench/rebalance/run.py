@@ -193,12 +193,15 @@ def synthetic_differences() -> list[tuple[str, str, str, str]]:
     scrape = timescale.setting("Prometheus", "scrape interval", timescale.SYNTHETIC_SETTINGS)
     return [
         ("every contender's look-backs and paces (docs/benchmarks.md's table): the watcher's "
-         "window, poll and rate range, the rebalancers' rounds and fetches, koordlet's reports "
-         "and means, koord-descheduler's anomaly timeout, the scheduler's runtime settings",
+         "window, poll and rate range, the rebalancers' rounds, fetches and eviction rate, "
+         "koordlet's reports and means, koord-descheduler's anomaly timeout, the scheduler's "
+         "runtime settings",
          f"deployed (the chart's: poll {deployed_poll:g} s, window "
-         f"{watcher_defaults.WINDOW:g} s, rounds {INTERVAL:g} s)",
+         f"{watcher_defaults.WINDOW:g} s, rounds {INTERVAL:g} s, "
+         f"{DEPLOYED.evictions_per_minute:g} evictions a minute)",
          f"deployed / {speed:g} (poll {env['BALLAST_POLL_INTERVAL']} s, window {window:g} s, "
-         f"rate range {env['BALLAST_RATE_RANGE']}, rounds {ROUNDS:g} s)",
+         f"rate range {env['BALLAST_RATE_RANGE']}, rounds {ROUNDS:g} s, "
+         f"{SYNTHETIC.evictions_per_minute:g} evictions a wall minute)",
          f"a node stepping from {LOW:g} to {DRIFT_TARGET:g} % has its average over high "
          f"{crossing * watcher_defaults.WINDOW:g} s later with the deployed window, after the "
          f"{SCENARIOS['drift'].observe:g} s observed; {crossing * window:g} s here. One "
@@ -527,37 +530,36 @@ def scheduler_config(watcher_url: str) -> dict[str, Any]:
 
 
 def rebalancer_config(
-    watcher_url: str, contender: str = "ballast", interval: float = INTERVAL
+    watcher_url: str, contender: str = "ballast", timing: Timing = SYNTHETIC
 ) -> dict[str, Any]:
     """A Ballast contender's config file: the chart's, with the benchmarks' overlays
-    (bench.harness.chart.OVERLAYS: its pool's nodeSelector, the trace's interval) and the
-    contender's own keys (REBALANCERS)."""
+    (bench.harness.chart.OVERLAYS: its pool's nodeSelector, `timing`'s rounds and eviction rate)
+    and the contender's own keys (REBALANCERS)."""
     return chart.rebalancer_config(
-        watcher_url, {POOL_LABEL: contender}, interval, REBALANCERS[contender]
+        watcher_url,
+        {POOL_LABEL: contender},
+        timing.rounds or INTERVAL,
+        REBALANCERS[contender],
+        timing.evictions_per_minute,
     )
 
 
-def ballast_setup(interval: float = INTERVAL) -> dict[str, Any]:
+def ballast_setup(timing: Timing = SYNTHETIC) -> dict[str, Any]:
     """For a result's setup: Ballast's scheduler and rebalancer files as they ran (the chart's
     with the overlays, bench.harness.chart; the variants' keys are `rebalancer_variants`)."""
     return {
         "scheduler_config": scheduler_config("http://watcher"),
-        "rebalancer_config": rebalancer_config("http://watcher", interval=interval),
+        "rebalancer_config": rebalancer_config("http://watcher", timing=timing),
         "overlays": chart.OVERLAYS,
     }
 
 
 def _start_rebalancer(
-    plane: ControlPlane,
-    watcher_url: str,
-    work: Path,
-    contender: str,
-    interval: float,
-    flags: tuple[str, ...] = (),
+    plane: ControlPlane, watcher_url: str, work: Path, contender: str, timing: Timing
 ) -> int:
-    doc = rebalancer_config(watcher_url, contender, interval)
+    doc = rebalancer_config(watcher_url, contender, timing)
     argv, port = ballast_argv(plane, work, contender, "rebalancer", doc, "--listen")
-    _start_process(plane, _process(contender), [*argv, *flags], port)
+    _start_process(plane, _process(contender), [*argv, *timing.rebalancer_flags], port)
     return port
 
 
@@ -915,7 +917,7 @@ def start_rebalancers(
     interval = timing.rounds or INTERVAL
     for c in contenders:
         if c in REBALANCERS:
-            _start_rebalancer(plane, watcher_url, work, c, interval, timing.rebalancer_flags)
+            _start_rebalancer(plane, watcher_url, work, c, timing)
     if "descheduler" in contenders:
         doc = descheduler.policy(
             descheduler_query(timing),
@@ -1028,7 +1030,7 @@ def document(
             "descheduler_query": descheduler_query(SYNTHETIC),
             "timing": SYNTHETIC.record(),
             "compression": timescale.synthetic_record(),
-            **ballast_setup(ROUNDS),
+            **ballast_setup(SYNTHETIC),
             "rebalancer_variants": {c: REBALANCERS[c] for c in contenders if c in REBALANCERS},
             "seeds": seeds,
             "scenarios": {n: SCENARIOS[n].about for n in names},

@@ -268,7 +268,7 @@ def setup(trace: Trace, contenders: list[str]) -> dict[str, Any]:
         "false_eviction_window_seconds": WINDOW,
         "timing": TIMING.record(),
         "settings_in_trace_time": timescale.record(),
-        "ballast": rb.ballast_setup(TIMING.rounds or rb.INTERVAL),
+        "ballast": rb.ballast_setup(TIMING),
         "replacements_placed_by": rb.REPLACEMENTS_PLACED_BY,
         "koord_descheduler": {
             c: rb.koord_config("<the sandbox's>", c, TIMING) for c in rb.KOORDS if c in contenders

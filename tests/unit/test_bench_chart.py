@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from bench.harness import chart
+from bench.harness import timescale as ts
 from bench.placement import run as pl
 from bench.rebalance import drift_check, rounds, trace
 from bench.rebalance import run as rb
@@ -60,7 +61,7 @@ def rebalancer_configs() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
             assert config["rebalancer"].pop(key) == value
             deployed["rebalancer"].pop(key, None)
         out[c] = (config, deployed)
-    out["trace"] = (rb.rebalancer_config(URL, "ballast", trace.TIMING.rounds),
+    out["trace"] = (rb.rebalancer_config(URL, "ballast", trace.TIMING),
                     chart.rebalancer_file())  # fmt: skip
     out["drift-check"] = (rb.rebalancer_config(URL, drift_check.POOL), chart.rebalancer_file())
     return out
@@ -138,11 +139,25 @@ def test_results_record_the_configs_that_ran():
     setup = rb.document([], [1], ["drift"], ["none", "ballast"], 0)["setup"]
     assert setup["scheduler_config"] == rb.scheduler_config("http://watcher")
     # The synthetic scenarios' rounds: the chart's 10 s over their 5x compression.
-    assert setup["rebalancer_config"] == rb.rebalancer_config("http://watcher", interval=rb.ROUNDS)
+    assert setup["rebalancer_config"] == rb.rebalancer_config("http://watcher", timing=rb.SYNTHETIC)
     assert setup["rebalancer_config"]["rebalancer"]["interval"] == "2s"
+    assert setup["rebalancer_config"]["rebalancer"]["evictionsPerMinute"] == 50
     assert setup["overlays"] == chart.OVERLAYS
-    traced = rb.ballast_setup(trace.TIMING.rounds)["rebalancer_config"]["rebalancer"]
+    traced = rb.ballast_setup(trace.TIMING)["rebalancer_config"]["rebalancer"]
     assert traced["interval"] == f"{trace.TIMING.rounds:g}s"
+    assert traced["evictionsPerMinute"] == 600
+
+
+@pytest.mark.parametrize("name", sorted(rebalancer_configs()))
+def test_every_ballast_rebalancer_spends_evictions_per_deployed_minute(name):
+    # The chart's 10 a minute (issue 46): left in wall minutes it would be 10 a trace hour in
+    # the trace, 10 per 5 deployed minutes in the synthetic scenarios.
+    config, _ = rebalancer_configs()[name]
+    s = settings.parse(config).rebalancer
+    speed = ts.SPEED if name == "trace" else ts.SYNTHETIC_SPEED
+    assert s.evictions_per_minute == chart.rebalancer_settings().evictions_per_minute * speed
+    assert s.max_per_round == chart.rebalancer_settings().max_per_round  # the burst: per round
+    assert f" {s.evictions_per_minute:g} " in chart.OVERLAYS["rebalancer.evictionsPerMinute"]
 
 
 def test_the_docs_list_the_overlays_and_the_synthetic_settings_the_code_makes():

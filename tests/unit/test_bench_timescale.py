@@ -14,6 +14,7 @@ import pytest
 from bench.harness import timescale as ts
 from bench.placement import run as placement
 from bench.rebalance import run as rebalance
+from bench.rebalance import trace as rebalance_trace
 from sandbox.load.nodemetric import NodeMetricConfig
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -137,35 +138,44 @@ def test_the_synthetic_scenarios_run_every_look_back_within_one_poll(bench):
     assert ("koord-descheduler", "anomalyCondition.timeout") in looks
 
 
-def rebalancer_lag(timing: ts.Timing, speed: float) -> ts.Setting:
-    """The provider lag Ballast's rebalancers run with under `timing`, read back."""
-    [lag] = [s for s in ts.effective_at(timing, speed) if s.name == "--provider-lag"
+def rebalancer_setting(timing: ts.Timing, speed: float, name: str) -> ts.Setting:
+    """A setting Ballast's rebalancers run with under `timing`, read back."""
+    [got] = [s for s in ts.effective_at(timing, speed) if s.name == name
              and s.contender == "Ballast rebalancer"]  # fmt: skip
-    return lag
+    return got
 
 
-@pytest.mark.parametrize(
-    ("bench", "speed", "wall"),
-    [
-        ("rebalance.run.SYNTHETIC", ts.SYNTHETIC_SPEED, 3.0),
-        ("rebalance.trace.TIMING", ts.SPEED, 0.25),
-    ],
-    ids=["synthetic", "trace"],
-)
-def test_the_rebalancers_provider_lag_is_scaled_as_the_schedulers(bench, speed, wall):
-    # Every Ballast rebalancer of bench-rebalance (its synthetic scenarios, its trace, and
-    # drift_check through them) is started with its timing's rebalancer_flags.
-    module, name = bench.rsplit(".", 1)
-    timing = getattr(importlib.import_module(f"bench.{module}"), name)
+# Every Ballast rebalancer of bench-rebalance (its synthetic scenarios, its trace, and drift_check
+# through them) is started with its timing's rebalancer_flags and evictions_per_minute.
+REBALANCER_TIMINGS = [
+    pytest.param(rebalance.SYNTHETIC, ts.SYNTHETIC_SPEED, 3.0, 50.0, id="synthetic"),
+    pytest.param(rebalance_trace.TIMING, ts.SPEED, 0.25, 600.0, id="trace"),
+]
+
+
+@pytest.mark.parametrize(("timing", "speed", "wall", "per_minute"), REBALANCER_TIMINGS)
+def test_the_rebalancers_provider_lag_is_scaled_as_the_schedulers(timing, speed, wall, per_minute):
     assert f"--provider-lag={wall:g}" in timing.rebalancer_flags
     assert f"--provider-lag={wall:g}" in timing.scheduler_flags
-    lag = rebalancer_lag(timing, speed)
+    lag = rebalancer_setting(timing, speed, "--provider-lag")
     assert (lag.wall, lag.trace, lag.steps_off, lag.wall_off) == (wall, 15.0, 0.0, 0.0)
     # Without the flag it runs its real-time 15 s: 3 trace steps in the trace, 12 s off in the
     # synthetic scenarios, and the checks above fail.
     flags = tuple(f for f in timing.rebalancer_flags if not f.startswith("--provider-lag"))
-    lag = rebalancer_lag(replace(timing, rebalancer_flags=flags), speed)
+    lag = rebalancer_setting(replace(timing, rebalancer_flags=flags), speed, "--provider-lag")
     assert lag.wall == 15.0 and (lag.steps_off > 1.0 if speed == ts.SPEED else lag.wall_off > POLL)
+
+
+@pytest.mark.parametrize(("timing", "speed", "wall", "per_minute"), REBALANCER_TIMINGS)
+def test_the_rebalancers_eviction_rate_is_scaled_as_their_rounds(timing, speed, wall, per_minute):
+    # evictionsPerMinute, 10 deployed: one eviction every 6 s of deployed time (issue 46).
+    assert timing.evictions_per_minute == timing.record()["evictions_per_minute"] == per_minute
+    gap = rebalancer_setting(timing, speed, ts.EVICTION_RATE)
+    assert (gap.deployed, gap.trace, gap.steps_off, gap.wall_off) == (6.0, 6.0, 0.0, 0.0)
+    # In wall minutes, as before: 10 a trace hour in the trace (1.2 steps between evictions),
+    # one per 30 deployed seconds in the synthetic scenarios; the checks above fail.
+    gap = rebalancer_setting(replace(timing, evictions_per_minute=None), speed, ts.EVICTION_RATE)
+    assert gap.wall == 6.0 and (gap.steps_off > 1.0 if speed == ts.SPEED else gap.wall_off > POLL)
 
 
 def test_koordinator_is_scaled_as_ballast_in_the_synthetic_scenarios():
