@@ -28,6 +28,7 @@ from typing import Any
 
 from sandbox.load.nodemetric import NodeMetricConfig
 from sandbox.load.trace import STEP_SECONDS
+from sandbox.peers.koordinator import descheduler as koord_descheduler
 from scheduler.rebalancer.runtime import Options as RebalancerRuntimeOptions
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.runtime import RuntimeOptions
@@ -82,6 +83,10 @@ KOORDLET_REPORT, KOORDLET_MEAN, KOORDLET_DURATIONS = 60.0, 300.0, (300.0, 600.0,
 LOAD_AWARE_EXPIRATION = 180.0
 # koord-descheduler's anomalyCondition.timeout default (LowNodeLoadArgs).
 KOORD_ANOMALY_TIMEOUT = 60.0
+# Its detectorCacheTimeout: a node's count of hot rounds is dropped once it has not been hot for
+# this long (5 minutes; left in wall time, a count would outlive 5 trace hours of the node not
+# being hot, 25 deployed minutes in the synthetic scenarios).
+KOORD_DETECTOR_CACHE = koord_descheduler.DETECTOR_CACHE_SECONDS
 # Its MigrationController's (MigrationControllerArgs defaults; controllers/migration): a job fails
 # 5 minutes after it is made, a workload's pods are evicted at most its limit per 5 minutes, the
 # arbitrator admits jobs every 500 ms, 10 evictions a second (Koordinator's configuration), and
@@ -185,6 +190,8 @@ def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ..
                 "Koordinator's descheduler-config.yaml", at(ROUNDS, FASTEST_POLL)),
         Setting("koord-descheduler", "anomalyCondition.timeout", LOOK_BACK, KOORD_ANOMALY_TIMEOUT,
                 "LowNodeLoadArgs default", at(KOORD_ANOMALY_TIMEOUT, FASTEST_POLL)),
+        Setting("koord-descheduler", "detectorCacheTimeout", LOOK_BACK, KOORD_DETECTOR_CACHE,
+                "LowNodeLoadArgs default", at(KOORD_DETECTOR_CACHE)),
         # Floored at three requeues: a job sees its pod gone one requeue after evicting it, and
         # must before it times out, with room for a busy machine (0.8 steps off in the trace).
         Setting(MIGRATION, "defaultJobTTL", LOOK_BACK, MIGRATION_TTL,
@@ -253,6 +260,7 @@ class Timing:
     rounds: float | None = None  # every rebalancer's round period; None: the benchmark's own
     load_watcher_speed: float | None = None  # RangeProxy's factor; None: load-watcher as built
     anomaly_timeout: float | None = None  # koord-descheduler's; None: the benchmark's own
+    detector_cache: float | None = None  # koord-descheduler's detectorCacheTimeout; None: its own
     # The MigrationController's job TTL and workload limiter; None: its defaults.
     migration_ttl: float | None = None
     migration_limiter: float | None = None
@@ -274,6 +282,7 @@ class Timing:
             "rounds": self.rounds,
             "load_watcher_speed": self.load_watcher_speed,
             "anomaly_timeout": self.anomaly_timeout,
+            "detector_cache": self.detector_cache,
             "migration_ttl": self.migration_ttl,
             "migration_limiter": self.migration_limiter,
         }
@@ -295,6 +304,7 @@ def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
         rounds=setting("Ballast rebalancer", "interval", rows).wall,
         load_watcher_speed=speed,
         anomaly_timeout=setting("koord-descheduler", "anomalyCondition.timeout", rows).wall,
+        detector_cache=setting("koord-descheduler", "detectorCacheTimeout", rows).wall,
         migration_ttl=setting(MIGRATION, "defaultJobTTL", rows).wall,
         migration_limiter=setting(MIGRATION, "objectLimiters.workload.duration", rows).wall,
         rebalancer_flags=tuple(rebalancer),
@@ -520,6 +530,9 @@ def effective_at(timing: Timing, speed: float) -> list[Setting]:
             walls[key] = timing.rounds
     walls[("koord-descheduler", "anomalyCondition.timeout")] = (
         timing.anomaly_timeout or KOORD_ANOMALY_TIMEOUT
+    )
+    walls[("koord-descheduler", "detectorCacheTimeout")] = (
+        timing.detector_cache or KOORD_DETECTOR_CACHE
     )
     walls[(MIGRATION, "defaultJobTTL")] = timing.migration_ttl or MIGRATION_TTL
     walls[(MIGRATION, "objectLimiters.workload.duration")] = (

@@ -194,8 +194,8 @@ def synthetic_differences() -> list[tuple[str, str, str, str]]:
     return [
         ("every contender's look-backs and paces (docs/benchmarks.md's table): the watcher's "
          "window, poll and rate range, the rebalancers' rounds, fetches and eviction rate, "
-         "koordlet's reports and means, koord-descheduler's anomaly timeout, the scheduler's "
-         "runtime settings",
+         "koordlet's reports and means, koord-descheduler's anomaly timeout and detector cache, "
+         "the scheduler's runtime settings",
          f"deployed (the chart's: poll {deployed_poll:g} s, window "
          f"{watcher_defaults.WINDOW:g} s, rounds {INTERVAL:g} s, "
          f"{DEPLOYED.evictions_per_minute:g} evictions a minute)",
@@ -956,6 +956,7 @@ def koord_config(kubeconfig: Path | str, contender: str, timing: Timing) -> dict
         node_selector={POOL_LABEL: contender},
         metric_expiration=timing.load_aware_args.get("nodeMetricExpirationSeconds"),
         migration=migration,
+        detector_cache=timing.detector_cache,
         **anomaly,
     )
 

@@ -185,6 +185,9 @@ def test_koordinator_is_scaled_as_ballast_in_the_synthetic_scenarios():
     doc = rebalance.koord_config("/k", rebalance.KOORD, rebalance.SYNTHETIC)
     args = doc["profiles"][0]["pluginConfig"][1]["args"]
     assert args["anomalyCondition"]["timeout"] == "12s"
+    assert args["detectorCacheTimeout"] == "60s"  # 5 minutes deployed, 25 unscaled
+    traced = rebalance.koord_config("/k", rebalance.KOORD_MIGRATION, rebalance_trace.TIMING)
+    assert traced["profiles"][0]["pluginConfig"][1]["args"]["detectorCacheTimeout"] == "5s"
     assert args["nodeMetricExpirationSeconds"] == 36
     assert doc["deschedulingInterval"] == "2s"
     assert placement.SYNTHETIC.load_aware_args == {"nodeMetricExpirationSeconds": 36}

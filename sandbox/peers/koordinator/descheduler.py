@@ -38,6 +38,9 @@ API_VERSION = "descheduler/v1alpha2"
 ANOMALY_TIMEOUT_SECONDS = 60.0
 CONSECUTIVE_ABNORMALITIES = 5
 CONSECUTIVE_NORMALITIES = 3
+# How long a node's anomaly detector (its count of hot rounds) outlives its last hot round:
+# detectorCacheTimeout's default, 5 minutes.
+DETECTOR_CACHE_SECONDS = 300.0
 # PodMigrationJob's group and version (config/crd/bases).
 SCHEDULING_GROUP, SCHEDULING_VERSION = "scheduling.koordinator.sh", "v1alpha1"
 REQUEST_TIMEOUT = 10.0
@@ -66,12 +69,14 @@ def config(
     total: int | None = None,
     metric_expiration: int | None = None,
     migration: dict[str, Any] | None = None,
+    detector_cache: float | None = None,
 ) -> dict[str, Any]:
     """A DeschedulerConfiguration running LowNodeLoad every `interval` seconds on thresholds in
     percent of allocatable (e.g. low {"cpu": 45, "memory": 55}, high {"cpu": 75, ...}).
     `namespaces` limits the evictable namespaces, `node_selector` (labels) the nodes it looks at;
     `per_node` and `total` are its eviction limits per run. `migration`: MigrationController's
-    arguments (`migration_args`), which then evicts and filters in DefaultEvictor's place."""
+    arguments (`migration_args`), which then evicts and filters in DefaultEvictor's place.
+    `detector_cache`: detectorCacheTimeout in seconds (None: its default)."""
     args: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "LowNodeLoadArgs",
@@ -87,6 +92,8 @@ def config(
         args["evictableNamespaces"] = {"include": namespaces}
     if metric_expiration is not None:
         args["nodeMetricExpirationSeconds"] = metric_expiration
+    if detector_cache is not None:
+        args["detectorCacheTimeout"] = f"{detector_cache:g}s"
     evictor = MIGRATION_CONTROLLER if migration is not None else DEFAULT_EVICTOR
     evictor_args = migration or {"apiVersion": API_VERSION, "kind": "DefaultEvictorArgs"}
     doc: dict[str, Any] = {
