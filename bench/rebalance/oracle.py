@@ -67,6 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.harness import runguard
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
 from sandbox.load.simulator import SimulatorConfig, wobble_phase
@@ -492,11 +493,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=DRAWS, help="placements per window")
     parser.add_argument("--movers", default=",".join(MOVERS),
                         help="comma-separated, of: " + ", ".join(MOVERS))  # fmt: skip
+    runguard.add_options(parser)
     args = parser.parse_args(argv)
     names = [n for n in args.movers.split(",") if n]
     unknown = [n for n in names if n not in MOVERS]
     if unknown:
         parser.error(f"unknown movers {unknown}; known: {list(MOVERS)}")
+    # its table goes into the docs with a commit: a clean tree, and no benchmark beside it
+    runguard.start_run(parser, args.allow_dirty)
     began = time.monotonic()
     trace = load(args.trace)
     rows: dict[str, list[float]] = {}
