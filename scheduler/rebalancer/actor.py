@@ -8,7 +8,8 @@ it took place), then either the failure set aside for the node's rest (its pod, 
 workload when the refusal is the workload's) with its token given back, or the state the
 eviction changes (the node rests in proportion to its relief, or until samples taken after the
 pod's going still show it hot (rest.py), its streaks start over, the workload is in flight, the
-replacement counts on its target) and the Events that tell it. A dry run sends the same call
+replacement is booked on its target until it is bound: replacements.py) and the Events that tell
+it. A dry run sends the same call
 with dryRun=All and changes the same state.
 """
 
@@ -20,9 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler.backend.recent import RecentlyBound
 from scheduler.framework import CPU, PodInfo
-from scheduler.rebalancer import evictions, gpuhot, limits
+from scheduler.rebalancer import evictions, gpuhot, limits, replacements
 from scheduler.rebalancer.classify import Classification, HotStreaks
 from scheduler.rebalancer.judge import Move
 from scheduler.rebalancer.rest import HOT_AGAIN, Cooldowns
@@ -71,7 +71,7 @@ class Memory:
     cooldowns: Cooldowns
     aside: limits.SetAside
     in_flight: limits.InFlight
-    recent: RecentlyBound
+    replacements: replacements.Replacements
     streaks: HotStreaks
     gpu_streaks: HotStreaks
     saturation: Saturation
@@ -121,8 +121,16 @@ class Actor:
             share = min(1.0, max(REST_FLOOR, relief / over[main]))
         return min(MAX_REST_S, window * share + self.provider_lag)
 
-    def act(self, move: Move, view: Classification, now: float, summary: dict) -> str:
-        """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not."""
+    def act(
+        self,
+        move: Move,
+        view: Classification,
+        now: float,
+        summary: dict,
+        placed: frozenset[str] = frozenset(),
+    ) -> str:
+        """One move made (or held); its result: EVICTED, WOULD_EVICT, or why it was not.
+        `placed`: the uids of the workload's pods placed before it (replacements.siblings)."""
         s = self.settings
         pod, t = move.pod, self.telemetry
         if not s.dry_run and not self.enabled():
@@ -165,7 +173,7 @@ class Actor:
         self.memory.in_flight.add(
             move.workload, pod.uid, limits.IN_FLIGHT_MAX_S if not held else rest
         )
-        self.memory.recent.record(pod.uid, move.target, self.estimator.use(pod, CPU), now)
+        self.book(move, view, now, placed, bool(held))
         note = f"{move.note()}; node rests {rest:.0f}s"
         if held:
             t.would_evict.inc()
@@ -180,6 +188,19 @@ class Actor:
         self.log(EVICT, move.source, pod.key, reason, note, move.target)
         logger.info("evicted %s: %s", pod.key, note)
         return evictions.EVICTED
+
+    def book(
+        self, move: Move, view: Classification, now: float, placed: frozenset[str], held: bool
+    ) -> None:
+        """The replacement's predicted CPU on its target until it is bound, a window of the
+        target's at most past its creation (replacements.py); a dry run's, as bound at once."""
+        cpu_m = int(self.estimator.use(move.pod, CPU))
+        if held:
+            self.memory.replacements.held(move.pod, move.target, cpu_m, now)
+            return
+        window = view.window.get(move.target) or DEFAULT_WINDOW_S
+        until = now + replacements.created_within(move.pod, move.workload) + window
+        self.memory.replacements.expect(move.pod, move.workload, move.target, cpu_m, until, placed)
 
     def evict(self, pod: PodInfo, dry_run: bool = False) -> evictions.Outcome:
         """The Eviction call, each attempt behind a fresh leadership confirmation; throttling

@@ -189,8 +189,9 @@ class Judge:
         budget = limits.RoundBudget(self.settings)
         edits: list[TrialEdit] = []
         recent = dict(snap.recent_cpu_m)
-        # Our own moves (the runtime's record) and the pods the scheduler bound lately overlap
-        # once a replacement is bound: the larger of the two per node, never their sum.
+        # Our own moves (replacements.py: pending on their targets, then where they were bound)
+        # and the pods the scheduler bound lately overlap once a replacement is bound: the
+        # larger of the two per node, never their sum.
         for name, cpu_m in self.recently_bound(snap).items():
             snap.recent_cpu_m[name] = max(snap.recent_cpu_m.get(name, 0), cpu_m)
         # The filters and scores see what the scheduler sees; a hot node's relief counts what

@@ -25,7 +25,7 @@ from scheduler.backend.metrics_client import MetricsClient
 from scheduler.framework import PodInfo, Snapshot
 from scheduler.framework.gpus import GpuStats
 from scheduler.framework.profile import Profile
-from scheduler.rebalancer import evictions, limits, saturation
+from scheduler.rebalancer import evictions, limits, replacements, saturation
 from scheduler.rebalancer.actor import ACTED, NOT_LEADING, NOT_RECORDED, NOT_TRIED, Actor, Memory
 from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, classify, classify_gpus
 from scheduler.rebalancer.judge import PROVIDER_LAG_S, Judge, Plan
@@ -112,6 +112,8 @@ class Rounds:
         # until its recorded end the node is judged on those samples (rest.py).
         with self.cache.lock:
             ended = rests.observe(view, now, self.cache.index.pods, s.consecutive, s.saturated)
+            # Our replacements bound since: booked on the node they went to (replacements.py).
+            self.memory.replacements.observe(self.cache.index, now)
         rests.judged(view)
         # Saturated on its newest samples, or on the one that ended its rest: hot at once.
         saturated = self.memory.saturation.observe(view, s.saturated, s.consecutive)
@@ -209,7 +211,7 @@ class Rounds:
                 nodes=self.cache.nodes,
                 loads=loads,
                 now=now,
-                recent_cpu_m=dict(self.memory.recent.cpu_by_node(loads, now)),
+                recent_cpu_m=self.memory.replacements.cpu_by_node(loads, now),
                 cluster=self.cache.index,
             )
             plan = self.judge.plan(view, nodes, snap, gpu_hot, gpu_only)
@@ -251,7 +253,9 @@ class Rounds:
             if refused:
                 self.actor.skip(move.source, move.pod.key, refused)
                 continue
-            result = self.actor.act(move, view, now, summary)
+            with self.cache.lock:
+                placed = replacements.siblings(self.cache.index, move.workload)
+            result = self.actor.act(move, view, now, summary, placed)
             if result in ACTED:
                 spent.spend(move.source, move.pod.namespace, move.workload)
             elif result in (NOT_LEADING, NOT_RECORDED):

@@ -39,7 +39,7 @@ from scheduler.backend.cache import ClusterCache
 from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
-from scheduler.backend.recent import PROVIDER_LAG, RecentlyBound
+from scheduler.backend.recent import PROVIDER_LAG
 from scheduler.framework import PodInfo
 from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.profile import Profile
@@ -53,6 +53,7 @@ from scheduler.rebalancer.actor import (
 from scheduler.rebalancer.classify import (
     HotStreaks,
 )
+from scheduler.rebalancer.replacements import Replacements
 from scheduler.rebalancer.rounds import Judging, Rounds
 from scheduler.rebalancer.saturation import Saturation
 from scheduler.rebalancer.settings import RebalancerConfig
@@ -131,14 +132,15 @@ class Rebalancer:
             headers=BearerToken(sched.watcher_token, sched.watcher_token_file).headers,
         )
         self.estimator = Estimator.for_profile(self.profile, self.profiles_client.profiles)
-        # What the rounds remember: our moves' effects (the replacements counted on their
-        # targets until the window shows them there), rests, streaks, failures set aside.
+        # What the rounds remember: our moves' effects (the replacements booked on their
+        # targets until bound, then where they went until a sample shows them: replacements.py),
+        # rests, streaks, failures set aside.
         self.memory = mem = Memory(
             bucket=limits.TokenBucket(s.evictions_per_minute, s.max_per_round),
             cooldowns=rest.Cooldowns(opts.provider_lag),
             aside=limits.SetAside(),
             in_flight=limits.InFlight(),
-            recent=RecentlyBound(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
+            replacements=Replacements(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
             streaks=HotStreaks(),
             gpu_streaks=HotStreaks(),
             saturation=Saturation(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.framework import MetricStats, NodeLoad
+from scheduler.framework import MetricStats, NodeLoad, Snapshot
 from scheduler.framework.clusterindex import REPLICA_SETS
 from scheduler.framework.snapshot import snapshot_of
 from scheduler.rebalancer import evictions
@@ -56,6 +56,25 @@ class Writer:
         return {}
 
 
+def wire(
+    monkeypatch: Any, r: Rebalancer, snap: Snapshot, watcher: Any, clock: list[float]
+) -> list[tuple[float, str]]:
+    """`r` reading `snap` as its cache, `watcher` as the watcher and `clock` as its clock, every
+    intent recorded and every Eviction succeeding; the evictions made, (time, pod name) each."""
+    r.cache.nodes, r.cache.index = snap.nodes, snap.cluster
+    r.rounds.metrics = watcher
+    r.rounds.clock = lambda: clock[0]
+    r.actor.writer = Writer()  # type: ignore[assignment]
+    evicted: list[tuple[float, str]] = []
+
+    def evict(p: Any, dry_run: bool = False) -> evictions.Outcome:
+        evicted.append((clock[0], p.name))
+        return evictions.Outcome(evictions.EVICTED)
+
+    monkeypatch.setattr(r.actor, "evict", evict)
+    return evicted
+
+
 class Scene:
     def __init__(self, monkeypatch: Any, options: Options | None = None, **section: Any) -> None:
         self.clock = [1_800_000_000.0]
@@ -67,18 +86,8 @@ class Scene:
         snap = snapshot_of(nodes, [(p, "hot") for p in self.pods])
         for p in self.pods:
             snap.cluster.put(REPLICA_SETS, f"app/{p.name}-owner", replica_set(f"{p.name}-owner", 3))
-        r.cache.nodes, r.cache.index = snap.nodes, snap.cluster
         self.watcher = Watcher(self.clock)
-        r.rounds.metrics = self.watcher  # type: ignore[assignment]
-        r.rounds.clock = lambda: self.clock[0]
-        r.actor.writer = Writer()  # type: ignore[assignment]
-        self.evicted: list[tuple[float, str]] = []
-
-        def evict(p: Any, dry_run: bool = False) -> evictions.Outcome:
-            self.evicted.append((self.clock[0], p.name))
-            return evictions.Outcome(evictions.EVICTED)
-
-        monkeypatch.setattr(r.actor, "evict", evict)
+        self.evicted = wire(monkeypatch, r, snap, self.watcher, self.clock)
 
     def gone(self, name: str) -> None:
         """The pod deleted: the cache no longer holds it."""
@@ -129,7 +138,7 @@ def test_the_provider_lag_it_is_given_sets_the_rest_and_its_early_end(monkeypatc
     # --provider-lag 3 (the benchmarks' 15 s over 5): the rest is the window plus 3 s, and a
     # sample counts as post-move once taken 3 s after the pod was seen gone, not 15.
     s = Scene(monkeypatch, Options(provider_lag=3.0))
-    assert (s.r.rounds.judge.provider_lag, s.r.memory.recent.provider_lag) == (3.0, 3.0)
+    assert (s.r.rounds.judge.provider_lag, s.r.memory.replacements.bound.provider_lag) == (3.0, 3.0)
     at = s.first_move()
     assert s.r.memory.cooldowns.until["hot"] == at + WINDOW + 3.0
     s.gone("a")
