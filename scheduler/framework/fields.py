@@ -4,6 +4,7 @@ back to a default silently)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -98,8 +99,10 @@ class Fields:
 
     def duration(self, key: str, default: float) -> float:
         seconds = parse_duration(self.raw(key, default), self.path(key))
-        if seconds <= 0:
-            raise self.error(key, "must be positive")
+        # A NaN passes `<= 0`, and a wait of NaN or infinite seconds raises in the thread
+        # that waits, not here.
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise self.error(key, f"must be a positive number of seconds, got {seconds:g}")
         return seconds
 
     def cpu(self, key: str, default: int) -> int:

@@ -48,7 +48,12 @@ def register(subparsers: Any) -> None:
         help="file holding a token /status and /decisions requests must carry as a bearer token "
         "(read again when it changes)",
     )
-    p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument(
+        "--watcher-interval",
+        type=float,
+        default=5.0,
+        help="seconds between fetches, more than 0 (default %(default)s)",
+    )
     p.add_argument(
         "--provider-lag",
         type=float,
@@ -90,12 +95,25 @@ def options(args: argparse.Namespace) -> Options:
     )
 
 
+def refusal(args: argparse.Namespace) -> str:
+    """Why a flag's seconds cannot work ("" when every one can): fetches 0 s, less or NaN
+    apart poll the watcher in a busy loop (and its GPU client's too), an infinite wait raises in
+    the fetching thread, long after start; a negative lag shortens every rest."""
+    for flag, value, zero in (
+        ("--watcher-interval", args.watcher_interval, False),
+        ("--provider-lag", args.provider_lag, True),
+    ):
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+            return f"{flag}: seconds {'>=' if zero else '>'} 0, not {value:g}"
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     latch = SignalLatch()
     logs.configure(args.log_level, args.log_format)
-    if not math.isfinite(args.provider_lag) or args.provider_lag < 0:
-        print(f"ballast rebalancer: --provider-lag: seconds >= 0, not {args.provider_lag:g}",
-              file=sys.stderr)  # fmt: skip
+    bad = refusal(args)
+    if bad:
+        print(f"ballast rebalancer: {bad}", file=sys.stderr)
         return 2
     from scheduler.config.profiles import build_profiles
     from scheduler.rebalancer import settings

@@ -8,7 +8,7 @@ profiles: [{schedulerName: ballast}]
 rebalancer:
   profile: ballast            # the profile whose filters and scores judge a move (default: first)
   schedulers: [ballast]       # only pods with one of these schedulerNames move (default: profile)
-  interval: 10s               # one round every interval
+  interval: 10s               # one round every interval (a duration, or seconds; over 0)
   dryRun: false               # decide and report, evict nothing
   enabled: true               # false: the kill switch; rounds still observe and report
   killSwitchFile: ""          # while this file exists, nothing is evicted either

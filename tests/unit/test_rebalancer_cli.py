@@ -1,5 +1,6 @@
-"""`ballast rebalancer`'s --provider-lag: the scheduler's flag, reaching the runtime, bad values
-refused before anything starts."""
+"""`ballast rebalancer`'s seconds: --provider-lag (the scheduler's flag, reaching the runtime),
+--watcher-interval and the config's `interval`, values that cannot work refused before anything
+starts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 from ballast import cli
 from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.framework.errors import ConfigError
 from scheduler.rebalancer import cli as rebalancer_cli
+from scheduler.rebalancer import settings
 
 
 def parse(*extra: str):
@@ -52,3 +55,39 @@ def test_help_names_the_flag_and_its_default():
     text = " ".join(run("--help").stdout.split())
     assert "--provider-lag PROVIDER_LAG seconds a sample takes to reach the watcher" in text
     assert "(default 15.0)" in text
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_a_watcher_interval_that_cannot_work_is_refused(value):
+    # 0, less or NaN: the metrics client's wait returns at once, a busy loop on the watcher;
+    # infinity: its wait raises in the fetching thread.
+    refused = rebalancer_cli.refusal(parse(f"--watcher-interval={value}"))
+    assert refused == f"--watcher-interval: seconds > 0, not {float(value):g}"
+
+
+def test_the_defaults_a_zero_lag_and_a_short_interval_are_accepted():
+    assert rebalancer_cli.refusal(parse()) == ""
+    assert rebalancer_cli.refusal(parse("--provider-lag=0", "--watcher-interval=0.5")) == ""
+
+
+def test_a_zero_watcher_interval_stops_the_start_naming_the_flag():
+    result = run("--watcher-interval=0")
+    assert result.returncode == 2
+    assert "ballast rebalancer: --watcher-interval: seconds > 0, not 0" in result.stderr
+    assert "bad config" not in result.stderr  # refused before the config is read
+
+
+@pytest.mark.parametrize(
+    ("interval", "why"),
+    [
+        (0, "must be a positive number of seconds, got 0"),
+        ("0s", "must be a positive number of seconds, got 0"),
+        (-1, "must be a positive number of seconds, got -1"),
+        (float("nan"), "must be a positive number of seconds, got nan"),
+        (float("inf"), "must be a positive number of seconds, got inf"),
+        ("-1s", "expected a duration like 15s"),
+    ],
+)
+def test_a_round_interval_that_cannot_work_is_refused(interval, why):
+    with pytest.raises(ConfigError, match=f"rebalancer.interval: {why}"):
+        settings.parse_section({"interval": interval})
