@@ -181,6 +181,16 @@ def test_a_hot_node_is_relieved_through_the_controllers(kube_api, namespace, sce
             what="the replacement bound on the cold node",
         )
         assert len(moved) == 1
+        # Booked on its target until bound (replacements.py), then from its bind where it went:
+        # the controller's replacement, bound by Ballast, is found as such. (Its bound record
+        # ends once a planning round reads a sample the lag past the bind: none plans while the
+        # hot node rests.)
+        booked = r.memory.replacements
+        wait_for(
+            lambda: not booked.pending and names["cold"] in booked.bound.nodes(),
+            timeout=10,
+            what="the replacement seen bound on the cold node",
+        )
         start = rounds_as_leader(r)
         wait_for(lambda: rounds_as_leader(r) >= start + 5, timeout=20)
     # Still hot in the exporter, but resting: one eviction only, the other pod stays.
