@@ -1,7 +1,8 @@
 """One round of the rebalancer: observe every node, and when leading, plan and carry out.
 
 classify the watcher's loads -> the rests' evidence (a rest ends early on post-move samples
-still hot: rest.py) -> the saturated nodes (CPU samples pinned at capacity, hot at once:
+still hot: rest.py) and our replacements bound since (booked where they went: replacements.py)
+-> the saturated nodes (CPU samples pinned at capacity, hot at once:
 saturation.py) -> hot streaks (CPU, GPU) -> the nodes confirmed hot and not resting -> the
 judge's plan on the cache's snapshot -> each move to the actor; a node whose move
 failed is planned again in the same round without the pod (or workload) set aside, at most
