@@ -95,6 +95,7 @@ class Hindsight:
     over_100: int  # its node-seconds over 100 %
     hottest: float  # its hottest node-second, %
     unplaced: int  # pods whose requests fit no node when their turn came
+    node_of: tuple[int, ...] = ()  # per pod, its node (-1: unplaced)
 
 
 def hindsight(
@@ -110,6 +111,7 @@ def hindsight(
     load = np.array(background_m, dtype=float).T  # node x second
     uses = np.array(use_m, dtype=float).reshape(len(use_m), len(requests)).T  # pod x second
     unplaced = 0
+    node_of = [-1] * len(requests)
     for p in np.argsort(-uses.max(axis=1), kind="stable"):
         fits = np.all(room >= np.array(requests[p]), axis=1)
         if not fits.any():
@@ -123,8 +125,9 @@ def hindsight(
         node = next(int(i) for i in order if fits[i])
         load[node] = after[node]
         room[node] -= requests[p]
+        node_of[p] = node
     hottest = float((load / cap).max() * 100.0) if load.size else 0.0
-    return Hindsight(int((load > cap).sum()), hottest, unplaced)
+    return Hindsight(int((load > cap).sum()), hottest, unplaced, tuple(node_of))
 
 
 def demand(
@@ -179,6 +182,15 @@ def window(
     return out
 
 
+def trace_runs(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[str, Any], list[dict]]:
+    """(the result, its trace windows); the parser's error when none has its replay's start."""
+    doc = json.loads(path.read_text())
+    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
+    if not runs or not all("started_at" in r["trace"] for r in runs):
+        parser.error(f"{path}: no trace windows with their replay's start recorded")
+    return doc, runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench.placement.floor", description=__doc__.split("\n\n")[0]
@@ -190,10 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"wall seconds a pod may take to bind after its wave (default {BIND_SLACK:g})",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    doc = json.loads(args.result.read_text())
-    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
-    if not runs or not all("started_at" in r["trace"] for r in runs):
-        parser.error(f"{args.result}: no trace windows with their replay's start recorded")
+    doc, runs = trace_runs(parser, args.result)
     trace = load(args.trace)
     shape = pt.shape_of(doc)
     for run in runs:

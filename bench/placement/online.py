@@ -31,7 +31,6 @@ written; `--policies` narrows the set.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -158,9 +157,11 @@ def pool_of(run: dict[str, Any], setup: pt.Setup, contender: str) -> Pool:
     )
 
 
-def recorded(run: dict[str, Any], contender: str, pool: Pool) -> Outcome | None:
-    """The contender's own placement from its decision records (Ballast's contenders), counted
-    here: how closely this replay's counting matches the benchmark's."""
+def recorded_placement(
+    run: dict[str, Any], contender: str, pool: Pool
+) -> tuple[list[int], list[float]] | None:
+    """(each pod's node, -1 for none; the second of its decision from the replay's start) from
+    the contender's decision records (Ballast's contenders keep them), or None without any."""
     records = (run["contenders"][contender].get("decisions") or {}).get("records")
     if not records:
         return None
@@ -172,6 +173,16 @@ def recorded(run: dict[str, Any], contender: str, pool: Pool) -> Outcome | None:
         if r["pod"] in index and r["node"] in nodes:
             node_of[index[r["pod"]]] = nodes[r["node"]]
             bound_at[index[r["pod"]]] = r["time"] - start
+    return node_of, bound_at
+
+
+def recorded(run: dict[str, Any], contender: str, pool: Pool) -> Outcome | None:
+    """The contender's own placement from its decision records (Ballast's contenders), counted
+    here: how closely this replay's counting matches the benchmark's."""
+    found = recorded_placement(run, contender, pool)
+    if found is None:
+        return None
+    node_of, bound_at = found
     over, hottest = count(pool, placed_load(pool, node_of, bound_at))
     return Outcome(over, node_of.count(-1), 0.0, hottest, np.array(node_of))
 
@@ -197,10 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in names if p not in known]
     if unknown:
         parser.error(f"unknown policies {unknown}; known: {known}")
-    doc = json.loads(args.result.read_text())
-    runs = [r for r in doc["runs"] if r["scenario"] == "trace"]
-    if not runs or not all("started_at" in r["trace"] for r in runs):
-        parser.error(f"{args.result}: no trace windows with their replay's start recorded")
+    doc, runs = floor.trace_runs(parser, args.result)
     began = time.monotonic()
     trace = load(args.trace)
     shape = pt.shape_of(doc)
