@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.backend import recent
 from scheduler.backend.decisions import DEFAULT_ATTEMPTS, DEFAULT_PODS, DEFAULT_TOP
 from scheduler.framework.errors import ConfigError
-from shared import logs
+from shared import durations, logs
 from shared.lifecycle import gc_paused, ignore_stop_signals
 
 if TYPE_CHECKING:
@@ -79,19 +79,24 @@ def register(subparsers: Any) -> None:
         "Service that must reach the leader alone, such as the extender's; the pod is named by "
         "$POD_NAMESPACE and $POD_NAME (the downward API); needs leader election",
     )
-    p.add_argument("--watcher-interval", type=float, default=5.0, help="seconds between fetches")
+    p.add_argument(
+        "--watcher-interval",
+        type=float,
+        default=5.0,
+        help="seconds between fetches, more than 0 (default %(default)s)",
+    )
     p.add_argument(
         "--provider-lag",
         type=float,
         default=recent.PROVIDER_LAG,
-        help="seconds a sample takes to reach the watcher: a bound pod counts on its node "
-        "until a sample this much newer than its bind (default %(default)s)",
+        help="seconds a sample takes to reach the watcher, 0 or more: a bound pod counts on "
+        "its node until a sample this much newer than its bind (default %(default)s)",
     )
     p.add_argument(
         "--recent-max-age",
         type=float,
         default=recent.MAX_AGE,
-        help="seconds a bound pod counts on its node at most (default %(default)s)",
+        help="seconds a bound pod counts on its node at most, more than 0 (default %(default)s)",
     )
     p.add_argument(
         "--pod-usage-interval",
@@ -104,7 +109,8 @@ def register(subparsers: Any) -> None:
         "--pod-usage-max-age",
         type=float,
         default=600.0,
-        help="seconds the per-pod statistics are used without a refresh (default %(default)s)",
+        help="seconds the per-pod statistics are used without a refresh, more than 0 "
+        "(default %(default)s)",
     )
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
@@ -122,6 +128,19 @@ def api_client(kubeconfig: str | None, pool: int) -> client.ApiClient:
         config.load_incluster_config(client_configuration=cfg)
     cfg.connection_pool_maxsize = pool
     return client.ApiClient(cfg)
+
+
+def refusal(args: argparse.Namespace) -> str:
+    """Why the flags' seconds cannot work ("" when every one can; shared/durations.py): fetches
+    0 s or less apart poll the watcher in a busy loop; a bound pod would never count, or count
+    until a sample shows it however late; the per-pod statistics would never be used."""
+    return durations.refusals(
+        ("--watcher-interval", args.watcher_interval, False),
+        ("--provider-lag", args.provider_lag, True),
+        ("--recent-max-age", args.recent_max_age, False),
+        ("--pod-usage-interval", args.pod_usage_interval, True),  # 0: six watcher intervals
+        ("--pod-usage-max-age", args.pod_usage_max_age, False),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -143,6 +162,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     logs.configure(args.log_level, args.log_format)
+    bad = refusal(args)
+    if bad:  # before the config is read: a flag's mistake is named first
+        print(f"ballast scheduler: {bad}", file=sys.stderr)
+        return 2
     with gc_paused(freeze=True):  # imports only: see ballast/cli.py
         from kubernetes.config import ConfigException
 
@@ -170,13 +193,6 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         except OSError as exc:
             print(f"ballast scheduler: --{flag.replace('_', '-')}: {exc}", file=sys.stderr)
             return 2
-    if args.provider_lag < 0 or args.recent_max_age <= 0:
-        print("ballast scheduler: --provider-lag >= 0 and --recent-max-age > 0", file=sys.stderr)
-        return 2
-    if args.pod_usage_interval < 0 or args.pod_usage_max_age <= 0:
-        print("ballast scheduler: --pod-usage-interval >= 0 and --pod-usage-max-age > 0",
-              file=sys.stderr)  # fmt: skip
-        return 2
     if args.decisions < 0 or args.decision_attempts < 1 or args.decision_top < 1:
         print("ballast scheduler: --decisions >= 0, --decision-attempts and --decision-top >= 1",
               file=sys.stderr)  # fmt: skip

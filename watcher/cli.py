@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--listen", help="HOST:PORT to serve on (default :2020: every address, IPv4 and IPv6)"
     )
-    p.add_argument("--poll-interval", type=float, help="seconds between polls (default 15)")
+    p.add_argument(
+        "--poll-interval", type=float, help="seconds between polls, more than 0 (default 15)"
+    )
     p.add_argument("--workers", type=int, help="gunicorn workers (default 2; 1 without Redis)")
     p.add_argument("--kubeconfig", help="kubeconfig for node-name mapping and metrics-server")
     p.add_argument(

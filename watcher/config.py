@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from shared import listen, logs, wire
+from shared import durations, listen, logs, wire
 from watcher import defaults
 from watcher.errors import ConfigError
 
@@ -232,19 +232,28 @@ class Config:
             problems.append(f"log_format must be one of {', '.join(logs.FORMATS)}")
         if self.query_preset not in PRESETS:
             problems.append(f"query_preset must be one of {', '.join(PRESETS)}")
-        for name in (
-            "poll_interval",
-            "window",
-            "tolerance",
-            "lock_ttl",
-            "provider_timeout",
-            "profile_window",
-            "max_profiles",
-            "pod_history_half_life",
-            "peak_bucket_seconds",
+        # Finite: NaN passes `<= 0`, then polls in a busy loop or keeps no sample, and an
+        # infinite wait raises in the thread that waits (shared/durations.py).
+        for name, zero in (
+            ("poll_interval", False),
+            ("window", False),
+            ("lock_ttl", False),
+            ("provider_timeout", False),
+            ("profile_window", False),
+            ("pod_history_half_life", False),
+            ("peak_bucket_seconds", False),
+            # 0: no jitter, the derived horizon and expiry, a refresh or check each time
+            ("poll_jitter", True),
+            ("horizon_min", True),
+            ("horizon_max", True),
+            ("expiry", True),
+            ("kube_refresh", True),
+            ("snapshot_check", True),
         ):
-            if getattr(self, name) <= 0:
-                problems.append(f"{name} must be > 0")
+            problems.append(durations.refusal(name, getattr(self, name), zero))
+        problems.append(durations.refusal("tolerance", self.tolerance, unit="percentage points"))
+        if self.max_profiles <= 0:
+            problems.append("max_profiles must be > 0")
         for name in ("scheduler_url", "rebalancer_url"):
             url = getattr(self, name)
             if url and not url.startswith(("http://", "https://")):
@@ -270,6 +279,7 @@ class Config:
             keys.add(extra["key"])
             if extra.get("type", wire.UNKNOWN) not in wire.METRIC_TYPES:
                 problems.append(f"extra_metrics[{i}].type must be one of {wire.METRIC_TYPES}")
+        problems = [p for p in problems if p]
         if problems:
             raise ConfigError("invalid configuration: " + "; ".join(problems))
         return self

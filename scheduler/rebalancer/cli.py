@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 import threading
@@ -15,7 +14,7 @@ from kubernetes import client, config
 
 from scheduler.backend.recent import PROVIDER_LAG
 from scheduler.framework.errors import ConfigError
-from shared import logs
+from shared import durations, logs
 from shared.lifecycle import SignalLatch, ignore_stop_signals
 
 if TYPE_CHECKING:
@@ -96,16 +95,13 @@ def options(args: argparse.Namespace) -> Options:
 
 
 def refusal(args: argparse.Namespace) -> str:
-    """Why a flag's seconds cannot work ("" when every one can): fetches 0 s, less or NaN
-    apart poll the watcher in a busy loop (and its GPU client's too), an infinite wait raises in
-    the fetching thread, long after start; a negative lag shortens every rest."""
-    for flag, value, zero in (
+    """Why the flags' seconds cannot work ("" when every one can; shared/durations.py): fetches
+    0 s or less apart poll the watcher in a busy loop (and its GPU client's too); a negative lag
+    shortens every rest."""
+    return durations.refusals(
         ("--watcher-interval", args.watcher_interval, False),
         ("--provider-lag", args.provider_lag, True),
-    ):
-        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-            return f"{flag}: seconds {'>=' if zero else '>'} 0, not {value:g}"
-    return ""
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -83,8 +83,8 @@ def test_token_file(tmp_path):
     [
         ({}, "prometheus_url is required"),
         ({**URL, "BALLAST_POLL_INTERVAL": "soon"}, "poll_interval: cannot use 'soon'"),
-        ({**URL, "BALLAST_POLL_INTERVAL": "0"}, "poll_interval must be > 0"),
-        ({**URL, "BALLAST_PEAK_BUCKET_SECONDS": "-60"}, "peak_bucket_seconds must be > 0"),
+        ({**URL, "BALLAST_POLL_INTERVAL": "0"}, "poll_interval: seconds > 0, not 0"),
+        ({**URL, "BALLAST_PEAK_BUCKET_SECONDS": "-60"}, "peak_bucket_seconds: seconds > 0"),
         ({**URL, "BALLAST_PROVIDER": "datadog"}, "provider must be one of"),
         ({**URL, "BALLAST_QUERY_PRESET": "x"}, "query_preset must be one of"),
         ({**URL, "BALLAST_LISTEN": "nowhere"}, "listen must be HOST:PORT"),
@@ -129,7 +129,9 @@ def test_cli_reports_configuration_errors(monkeypatch, capsys):
     assert main(["watcher", "--listen", "127.0.0.1:1"]) == 2
     assert "prometheus_url is required" in capsys.readouterr().err
     assert main(["watcher", "--prometheus-url", "http://p", "--poll-interval", "-1"]) == 2
-    assert "poll_interval must be > 0" in capsys.readouterr().err
+    assert "poll_interval: seconds > 0, not -1" in capsys.readouterr().err
+    assert main(["watcher", "--prometheus-url", "http://p", "--poll-interval", "nan"]) == 2
+    assert "poll_interval: seconds > 0, not nan" in capsys.readouterr().err
 
 
 def test_cli_checks_store_url_and_kube_access_before_serving(monkeypatch, capsys):
@@ -140,3 +142,35 @@ def test_cli_checks_store_url_and_kube_access_before_serving(monkeypatch, capsys
     assert "bad redis URL 'foo://bar'" in capsys.readouterr().err
     assert main(["watcher", "--provider", "metrics-server"]) == 2
     assert "needs --kubeconfig" in capsys.readouterr().err
+
+
+# NaN passes `<= 0` and `< 0`: a NaN poll interval polls in a busy loop, a NaN window keeps no
+# sample; an infinite one raises in the thread that waits (or never expires a node).
+POSITIVE = ("poll_interval", "window", "lock_ttl", "provider_timeout", "profile_window",
+            "pod_history_half_life", "peak_bucket_seconds")  # fmt: skip
+# 0 is their default or works: no jitter, the derived horizon and expiry, a check per request.
+ZERO_WORKS = ("poll_jitter", "horizon_min", "horizon_max", "expiry", "kube_refresh",
+              "snapshot_check")  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("name", POSITIVE)
+def test_seconds_that_cannot_work_are_refused(name, value):
+    with pytest.raises(ConfigError, match=f"{name}: seconds > 0, not {float(value):g}"):
+        load(env={**URL, f"BALLAST_{name.upper()}": value})
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+@pytest.mark.parametrize("name", ZERO_WORKS)
+def test_seconds_that_cannot_work_where_zero_works_are_refused(name, value):
+    with pytest.raises(ConfigError, match=f"{name}: seconds >= 0, not {float(value):g}"):
+        load(env={**URL, f"BALLAST_{name.upper()}": value})
+    assert getattr(load(env={**URL, f"BALLAST_{name.upper()}": "0"}), name) == 0.0
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0"])
+def test_a_tolerance_that_cannot_work_is_refused(value):
+    # Points, not seconds: a NaN makes a volatile node's freshness horizon NaN.
+    why = f"tolerance: percentage points > 0, not {float(value):g}"
+    with pytest.raises(ConfigError, match=why):
+        load(env={**URL, "BALLAST_TOLERANCE": value})
