@@ -1,5 +1,5 @@
 """`ballast rebalancer --config FILE [--kubeconfig PATH] [--listen HOST:PORT] [--dry-run]
-[--provider-lag SECONDS]`."""
+[--provider-lag SECONDS] [--recent-max-age SECONDS]`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes import client, config
 
-from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.backend.recent import MAX_AGE, PROVIDER_LAG
 from scheduler.framework.errors import ConfigError
 from shared import durations, logs
 from shared.lifecycle import SignalLatch, ignore_stop_signals
@@ -62,6 +62,14 @@ def register(subparsers: Any) -> None:
         "early only on samples this much newer than the pod's going, and a bound pod counts on "
         "its node until a sample this much newer than its bind (default %(default)s)",
     )
+    p.add_argument(
+        "--recent-max-age",
+        type=float,
+        default=MAX_AGE,
+        help="seconds a bound pod counts on its node at most, more than 0, as the scheduler's "
+        "flag (give both the same): in the judge's model of the scheduler and for the moves' "
+        "bound replacements (default %(default)s)",
+    )
     p.add_argument("--identity", default="", help="leader election identity (default: host_uuid)")
     logs.add_arguments(p)
     p.set_defaults(func=run)
@@ -89,6 +97,7 @@ def options(args: argparse.Namespace) -> Options:
         listen=args.listen or None,
         watcher_interval=args.watcher_interval,
         provider_lag=args.provider_lag,
+        recent_max_age=args.recent_max_age,
         identity=args.identity,
         api_token_file=args.api_token_file,
     )
@@ -97,10 +106,11 @@ def options(args: argparse.Namespace) -> Options:
 def refusal(args: argparse.Namespace) -> str:
     """Why the flags' seconds cannot work ("" when every one can; shared/durations.py): fetches
     0 s or less apart poll the watcher in a busy loop (and its GPU client's too); a negative lag
-    shortens every rest."""
+    shortens every rest; a bound pod would never count, or count until a sample shows it."""
     return durations.refusals(
         ("--watcher-interval", args.watcher_interval, False),
         ("--provider-lag", args.provider_lag, True),
+        ("--recent-max-age", args.recent_max_age, False),
     )
 
 

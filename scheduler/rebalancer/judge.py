@@ -63,9 +63,10 @@ NO_TARGET, GOES_BACK, RELIEVED = "no-target", "scheduler-would-return-it", "reli
 ELSEWHERE = "scheduler-would-place-elsewhere"
 TOO_LITTLE, NOT_CHOSEN = "too-little-relief", "not-chosen"
 
-# The scheduler's RecentlyBound defaults (its --provider-lag and recent max age): a bound pod
-# counts on its node until the node's newest sample is this much later than the bind. The lag
-# is the rebalancer's own --provider-lag when given (Judge's `provider_lag`).
+# The scheduler's RecentlyBound defaults (its --provider-lag and --recent-max-age): a bound pod
+# counts on its node until the node's newest sample is this much later than the bind, and no
+# longer than the max age after it. Each is the rebalancer's own flag of that name when given
+# (Judge's `provider_lag` and `recent_max_age`): scaled in the benchmarks as the scheduler's.
 PROVIDER_LAG_S = RecentlyBound().provider_lag
 RECENT_MAX_AGE_S = RecentlyBound().max_age
 
@@ -151,13 +152,16 @@ class Judge:
         profiles: dict[str, Profile] | None = None,
         percentage: int = 0,
         provider_lag: float = PROVIDER_LAG_S,
+        recent_max_age: float = RECENT_MAX_AGE_S,
     ) -> None:
         """`profiles`: each judged scheduler's own profile (a pod is judged by the profile of
         its schedulerName; `profile` for the others); `percentage`: the scheduler's
-        percentageOfNodesToScore (0: upstream's adaptive share); `provider_lag`: the
-        scheduler's --provider-lag, as the rebalancer is told it (its own flag)."""
+        percentageOfNodesToScore (0: upstream's adaptive share); `provider_lag`,
+        `recent_max_age`: the scheduler's --provider-lag and --recent-max-age, as the rebalancer
+        is told them (its own flags)."""
         self.profile = profile
         self.provider_lag = provider_lag
+        self.recent_max_age = recent_max_age
         self.profiles = profiles or {profile.scheduler_name: profile}
         self.percentage = percentage
         self.settings = settings
@@ -229,7 +233,7 @@ class Judge:
                 if pod.scheduler_name not in ours:
                     continue
                 at = bound_at(pod)
-                if at and at >= shown and snap.now - at <= RECENT_MAX_AGE_S:
+                if at and at >= shown and snap.now - at <= self.recent_max_age:
                     out[node.name] = out.get(node.name, 0) + int(self.estimator.use(pod, CPU))
         return out
 

@@ -7,7 +7,7 @@ or the judge would read that node as cold as before the move and send it a secon
 pod of the workload that was not placed at the eviction is bound, the booking moves to the node
 it went to, from its bind (PodScheduled) time, and lasts as the scheduler's own record of a
 bound pod does (RecentlyBound: until the node's newest sample is later than the bind plus the
-provider's lag).
+provider's lag, the scheduler's --recent-max-age at most; the rebalancer takes both flags).
 
 The booking used to start there, from the eviction: it ended with the target's first sample
 taken the provider's lag after the eviction, bound or not. Deployed (15 s) that outlives a

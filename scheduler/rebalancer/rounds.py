@@ -29,7 +29,7 @@ from scheduler.framework.profile import Profile
 from scheduler.rebalancer import evictions, limits, replacements, saturation
 from scheduler.rebalancer.actor import ACTED, NOT_LEADING, NOT_RECORDED, NOT_TRIED, Actor, Memory
 from scheduler.rebalancer.classify import HOT, UNKNOWN, Classification, classify, classify_gpus
-from scheduler.rebalancer.judge import PROVIDER_LAG_S, Judge, Plan
+from scheduler.rebalancer.judge import PROVIDER_LAG_S, RECENT_MAX_AGE_S, Judge, Plan
 from scheduler.rebalancer.settings import RebalancerSettings
 from scheduler.rebalancer.status import Telemetry
 from scheduler.rebalancer.victims import Estimator, Workload, workload_ineligible, workload_of
@@ -49,6 +49,7 @@ class Judging:
     estimator: Estimator
     percentage: int  # percentageOfNodesToScore
     provider_lag: float = PROVIDER_LAG_S  # the scheduler's --provider-lag (the rebalancer's flag)
+    recent_max_age: float = RECENT_MAX_AGE_S  # its --recent-max-age (the rebalancer's flag too)
 
 
 class Rounds:
@@ -95,6 +96,7 @@ class Rounds:
             judging.profiles,
             judging.percentage,
             judging.provider_lag,
+            judging.recent_max_age,
         )
 
     def run(self) -> dict[str, Any]:

@@ -39,14 +39,13 @@ from scheduler.backend.cache import ClusterCache
 from scheduler.backend.gpus_client import GpusClient
 from scheduler.backend.metrics_client import BearerToken, MetricsClient
 from scheduler.backend.profiles_client import ProfilesClient
-from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.backend.recent import MAX_AGE, PROVIDER_LAG
 from scheduler.framework import PodInfo
 from scheduler.framework.clusterindex import DEPLOYMENTS
 from scheduler.framework.profile import Profile
 from scheduler.kube.leader import LeaderElector
 from scheduler.rebalancer import evictions, gpuhot, limits, rest
 from scheduler.rebalancer.actor import (
-    DEFAULT_WINDOW_S,
     Actor,
     Memory,
 )
@@ -81,6 +80,9 @@ class Options:
     # rests this much past its window, its rest ends early only on samples this much newer than
     # the victim's going, and a bound pod counts on its node until a sample this much newer.
     provider_lag: float = PROVIDER_LAG
+    # Seconds a bound pod counts on its node at most (--recent-max-age, the scheduler's flag):
+    # in the judge's model of the scheduler, and for our moves' bound replacements.
+    recent_max_age: float = MAX_AGE
     sync_timeout: float = 60.0
     identity: str = ""
     api_token_file: str = ""  # when set, /status and /decisions need its token (re-read)
@@ -140,7 +142,7 @@ class Rebalancer:
             cooldowns=rest.Cooldowns(opts.provider_lag),
             aside=limits.SetAside(),
             in_flight=limits.InFlight(),
-            replacements=Replacements(opts.provider_lag, max_age=DEFAULT_WINDOW_S),
+            replacements=Replacements(opts.provider_lag, opts.recent_max_age),
             streaks=HotStreaks(),
             gpu_streaks=HotStreaks(),
             saturation=Saturation(),
@@ -197,6 +199,7 @@ class Rebalancer:
                 self.estimator,
                 sched.percentage_of_nodes_to_score,
                 opts.provider_lag,
+                opts.recent_max_age,
             ),
             self.actor,
             self.telemetry,

@@ -1,6 +1,6 @@
-"""`ballast rebalancer`'s seconds: --provider-lag (the scheduler's flag, reaching the runtime),
---watcher-interval and the config's `interval`, values that cannot work refused before anything
-starts."""
+"""`ballast rebalancer`'s seconds: --provider-lag and --recent-max-age (the scheduler's flags,
+reaching the runtime), --watcher-interval and the config's `interval`, values that cannot work
+refused before anything starts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ballast import cli
-from scheduler.backend.recent import PROVIDER_LAG
+from scheduler.backend.recent import MAX_AGE, PROVIDER_LAG
 from scheduler.framework.errors import ConfigError
 from scheduler.rebalancer import cli as rebalancer_cli
 from scheduler.rebalancer import settings
@@ -25,6 +25,19 @@ def test_the_lag_reaches_the_runtime():
     assert rebalancer_cli.options(parse("--provider-lag", "3")).provider_lag == 3.0
     # Unset: the scheduler's default, 15 s.
     assert rebalancer_cli.options(parse()).provider_lag == PROVIDER_LAG == 15.0
+
+
+def test_the_recent_max_age_reaches_the_runtime():
+    assert rebalancer_cli.options(parse("--recent-max-age", "5")).recent_max_age == 5.0
+    # Unset: the scheduler's default, 300 s.
+    assert rebalancer_cli.options(parse()).recent_max_age == MAX_AGE == 300.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_a_recent_max_age_that_cannot_work_is_refused(value):
+    # 0 or less: a bound pod never counts; NaN or infinity: until a sample shows it, if ever.
+    refused = rebalancer_cli.refusal(parse(f"--recent-max-age={value}"))
+    assert refused == f"--recent-max-age: seconds > 0, not {float(value):g}"
 
 
 def run(*extra: str) -> subprocess.CompletedProcess:

@@ -430,16 +430,26 @@ def test_pods_the_scheduler_bound_lately_count_on_their_node(at, counted):
         assert [m.target for m in plan.moves] == ["cold"]
 
 
-def test_the_lag_the_judge_counts_a_bind_for_is_the_one_it_is_given():
-    # The scheduler at --provider-lag 5 (the rebalancer told the same): a bind at 90 s is shown
-    # by the 100 s sample, and the judge no longer counts it where the default 15 s would.
+@pytest.mark.parametrize(
+    "told",
+    [
+        # The scheduler at --provider-lag 5 (the rebalancer told the same): a bind at 90 s is
+        # shown by the 100 s sample, and the judge no longer counts it where the default 15 s
+        # would.
+        {"provider_lag": 5.0},
+        # At --recent-max-age 5 (the trace's, 5 minutes deployed): the bind, inside the default
+        # lag of the newest sample, is 30 s old at 120 s, past the scheduler's count; before
+        # issue 46 the judge counted it up to a wall 300 s.
+        {"recent_max_age": 5.0},
+    ],
+)
+def test_the_scheduler_s_rule_the_judge_counts_a_bind_by_is_the_one_it_is_given(told):
     other = bound(replica({"metadata": {"name": "new"}, "spec": _cpu("1000m")}, "b", "b-rs"),
                   "1970-01-01T00:01:30Z")  # fmt: skip
     snap = spread_cluster(20, [(other, "cold")])
-    lagged = Judge(PROFILE, settings.RebalancerSettings(), ESTIMATOR, lambda w: False,
-                   provider_lag=5.0)  # fmt: skip
-    assert (judge().recently_bound(snap), lagged.recently_bound(snap)) == ({"cold": 1500}, {})
-    assert [m.target for m in lagged.plan(view_of(snap), ["hot"], snap).moves] == ["cold"]
+    given = Judge(PROFILE, settings.RebalancerSettings(), ESTIMATOR, lambda w: False, **told)
+    assert (judge().recently_bound(snap), given.recently_bound(snap)) == ({"cold": 1500}, {})
+    assert [m.target for m in given.plan(view_of(snap), ["hot"], snap).moves] == ["cold"]
 
 
 def test_a_pod_bound_lately_on_the_hot_node_is_no_reason_to_evict_more():
