@@ -246,6 +246,18 @@ def test_the_rebalancer_follows_the_schedulers_provider_lag(tmp_path):
     assert "--watcher-interval=2" not in rebalancer_args(tmp_path, lag)  # the lag alone
 
 
+def test_the_rebalancer_follows_the_schedulers_recent_max_age(tmp_path):
+    # The judge counts a pod the scheduler bound lately as long as the scheduler does: its
+    # --recent-max-age reaches the rebalancer, in either form, beside the lag, in their order.
+    both = {"scheduler": {"extraArgs": ["--recent-max-age", "60", "--watcher-interval=2",
+                                        "--provider-lag=30"]}}  # fmt: skip
+    assert rebalancer_args(tmp_path, both)[-3:] == ["--recent-max-age", "60", "--provider-lag=30"]
+    own = {"scheduler": {"extraArgs": ["--recent-max-age=60"]},
+           "rebalancer": {"extraArgs": ["--recent-max-age=90"]}}  # fmt: skip
+    assert rebalancer_args(tmp_path, own)[-2:] == ["--recent-max-age=60", "--recent-max-age=90"]
+    assert not [a for a in rebalancer_args(tmp_path, {}) if a.startswith("--recent-max-age")]
+
+
 def test_redis_takes_the_charts_pull_secrets_by_default():
     objects = docs(chart.template(extra=["--set=imagePullSecrets[0].name=shared"]))
     redis = find(objects, "StatefulSet", "ballast-redis")["spec"]["template"]["spec"]

@@ -195,18 +195,21 @@ imagePullSecrets:
 - --log-format={{ .Values.logging.format }}
 {{- end -}}
 
-{{/* The scheduler's --provider-lag from scheduler.extraArgs (`--provider-lag=S`, or the flag and
-its value as two items), as the rebalancer's flags: a sample's lag is the metrics pipeline's, the
-same for both. Before rebalancer.extraArgs, so a value of the rebalancer's own wins. */}}
-{{- define "ballast.providerLagArgs" -}}
+{{/* The scheduler's --provider-lag and --recent-max-age from scheduler.extraArgs (`--FLAG=S`, or
+the flag and its value as two items), as the rebalancer's flags: a sample's lag is the metrics
+pipeline's, the same for both, and the judge models the scheduler's count of the pods it bound
+lately. Before rebalancer.extraArgs, so a value of the rebalancer's own wins. */}}
+{{- define "ballast.schedulerSharedArgs" -}}
 {{- $args := .Values.scheduler.extraArgs | default list -}}
 {{- range $i, $a := $args }}
 {{- $a = toString $a }}
-{{- if hasPrefix "--provider-lag=" $a }}
+{{- range $flag := list "--provider-lag" "--recent-max-age" }}
+{{- if hasPrefix (printf "%s=" $flag) $a }}
 - {{ $a | quote }}
-{{- else if and (eq $a "--provider-lag") (lt (add1 $i) (len $args)) }}
+{{- else if and (eq $a $flag) (lt (add1 $i) (len $args)) }}
 - {{ $a | quote }}
 - {{ index $args (add1 $i) | toString | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
