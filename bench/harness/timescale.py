@@ -113,6 +113,7 @@ RATE_RANGE_WALL = max(scaled(60.0), 3 * FASTEST_POLL)  # as settings() gives it
 # The rebalancer fetches the watcher every this many seconds unless told (--watcher-interval).
 REBALANCER_FETCH = RebalancerRuntimeOptions().watcher_interval
 REBALANCER_LAG = RebalancerRuntimeOptions().provider_lag
+REBALANCER_MAX_AGE = RebalancerRuntimeOptions().recent_max_age
 # Its token bucket's rate, evictionsPerMinute, as the pace it sets: one eviction every this many
 # seconds (its burst, maxPerRound, is per round and follows the rounds). Left in wall minutes, 10
 # a minute would be 10 a trace hour (issue 46).
@@ -169,6 +170,10 @@ def settings(speed: float = SPEED, ramp: float = STEP_WALL) -> tuple[Setting, ..
         # going a sample counts as post-move, and a bound pod's lag: the scheduler's, scaled alike.
         Setting("Ballast rebalancer", "--provider-lag", LOOK_BACK, REBALANCER_LAG,
                 "scheduler/rebalancer/runtime.py", at(REBALANCER_LAG)),
+        # How long the judge counts a pod the scheduler bound lately, and a move's bound
+        # replacement, at most: the scheduler's, scaled alike (a wall 300 s before issue 46).
+        Setting("Ballast rebalancer", "--recent-max-age", LOOK_BACK, REBALANCER_MAX_AGE,
+                "scheduler/rebalancer/runtime.py", at(REBALANCER_MAX_AGE)),
         Setting("Ballast rebalancer", EVICTION_RATE, PACE, EVICTION_GAP,
                 "scheduler/rebalancer/settings.py", at(EVICTION_GAP)),
         Setting("Koordinator (koordlet)", "reportIntervalSeconds", PACE, KOORDLET_REPORT,
@@ -293,7 +298,7 @@ def timing(rows: tuple[Setting, ...] = SETTINGS) -> Timing:
     speed = rows[0].speed
     rebalancer = [
         f"--{name.lstrip('-')}={setting('Ballast rebalancer', name, rows).wall:g}"
-        for name in ("--watcher-interval", "--provider-lag")
+        for name in ("--watcher-interval", "--provider-lag", "--recent-max-age")
     ]
     gap = setting("Ballast rebalancer", EVICTION_RATE, rows).wall  # the chart's file's key
     return Timing(
@@ -501,6 +506,9 @@ def effective_at(timing: Timing, speed: float) -> list[Setting]:
         ),
         ("Ballast rebalancer", "--provider-lag"): float(
             rebalancer.get("provider-lag", REBALANCER_LAG)
+        ),
+        ("Ballast rebalancer", "--recent-max-age"): float(
+            rebalancer.get("recent-max-age", REBALANCER_MAX_AGE)
         ),
         ("Ballast rebalancer", EVICTION_RATE): (
             60.0 / (timing.evictions_per_minute or EVICTIONS_PER_MINUTE)
