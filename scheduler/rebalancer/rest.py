@@ -10,7 +10,11 @@ So a rest also ends on evidence newer than the move. Once every pod evicted from
 this rest is gone from the API server (deleted, not only terminating: a terminating pod's
 containers may still run through their grace period), a sample taken later than that by the
 provider's lag shows the node without them (the rule the scheduler's RecentlyBound applies to a
-pod's arrival, applied to its leaving). `consecutive` such samples in a row (each a newer one,
+pod's arrival, applied to its leaving). "That" is when the cache saw the last of them go (its
+watch event, `gone`), else the round that found them gone: a round's interval after the
+deletion at worst, which the samples do not need. The lag is what they need: the CPU query's
+look-back (irate's last two scrapes), which the provider's lag must cover (docs/rebalancer.md,
+"Saturated nodes: where the time goes"). `consecutive` such samples in a row (each a newer one,
 as a hot streak counts them), each above high by the node's latest figure, end the rest. From
 then until the rest's recorded end, the node is judged on those samples (per resource the least
 of the last `consecutive`) instead of the window's statistic: they hold no victim, so nothing is
@@ -26,8 +30,10 @@ how far past it the demand still is. It is then judged on that sample, and as sa
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Container
+from collections import OrderedDict
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from scheduler.backend.recent import PROVIDER_LAG
@@ -36,6 +42,7 @@ from scheduler.rebalancer.classify import Classification, state_of
 
 HOT_AGAIN = "hot-again"
 STILL_SATURATED = "still-saturated"
+GONE_KEPT = 10_000  # pods' going times kept, the newest (a victim's is read a round later)
 
 
 @dataclass
@@ -64,6 +71,24 @@ class Cooldowns:
         self.moved: dict[str, _Moved] = {}
         self.needed = 1
         self.level = 0.0  # the saturation level (saturation.py); 0: off
+        # uid -> when the cache saw the pod go (the cache's watch thread writes it)
+        self._gone: OrderedDict[str, float] = OrderedDict()
+        self._gone_lock = threading.Lock()
+
+    def gone(self, uid: str, at: float) -> None:
+        """The cache saw the pod go (deleted, or ended) at `at`: its containers stopped by then.
+        Any pod's: the watch may report a victim's going before its eviction call returns."""
+        with self._gone_lock:
+            self._gone[uid] = at
+            self._gone.move_to_end(uid)
+            while len(self._gone) > GONE_KEPT:
+                self._gone.popitem(last=False)
+
+    def went(self, victims: Iterable[str], now: float) -> float:
+        """When the last of the victims went, as the cache saw it; `now` (found gone by now at
+        the latest) for one it did not report."""
+        with self._gone_lock:
+            return min(now, max(self._gone.get(uid, now) for uid in victims))
 
     def start(
         self, node: str, at: float, seconds: float, victim: str = "", saturated: bool = False
@@ -105,7 +130,7 @@ class Cooldowns:
             if not m.since:
                 if any(uid in placed for uid in m.victims):
                     continue
-                m.since = now + self.lag  # gone by now at the latest
+                m.since = self.went(m.victims, now) + self.lag
             self._read(m, node, view)
             enough = len(m.run) >= self.needed or m.pinned
             if not m.ended and enough and self.active(node, now):

@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,8 +89,12 @@ class Options:
     api_token_file: str = ""  # when set, /status and /decisions need its token (re-read)
 
 
-class _Quiet:
-    """The cache's listener: the rebalancer places no pod, it only reads."""
+class _Departures:
+    """The cache's listener: the rebalancer places no pod; it notes when pods go, so a rest's
+    evidence counts from a victim's going, not from the round that finds it gone (rest.py)."""
+
+    def __init__(self, gone: Callable[[str], None]) -> None:
+        self.gone = gone
 
     def pod_pending(self, pod: PodInfo) -> None:
         pass
@@ -98,7 +103,7 @@ class _Quiet:
         pass
 
     def pod_gone(self, uid: str) -> None:
-        pass
+        self.gone(uid)
 
     def cluster_changed(self) -> None:
         pass
@@ -119,7 +124,7 @@ class Rebalancer:
         self.profile = profiles[s.profile]
         sched = cfg.scheduler
         # Deployments too: their opt-out annotation, up the owner chain, without a GET per pod.
-        self.cache = ClusterCache(api, (), _Quiet(), more_kinds=(DEPLOYMENTS,))
+        self.cache = ClusterCache(api, (), _Departures(self.departed), more_kinds=(DEPLOYMENTS,))
         self.metrics = MetricsClient(
             sched.watcher_address,
             interval=opts.watcher_interval,
@@ -268,6 +273,10 @@ class Rebalancer:
             except Exception:  # noqa: BLE001 - one bad round must not end the rebalancer
                 log.exception("rebalancing round failed")
             stopping.wait(self.settings.interval)
+
+    def departed(self, uid: str) -> None:
+        """The cache saw a pod go (its watch thread calls this): when, on the rounds' clock."""
+        self.memory.cooldowns.gone(uid, self.rounds.clock())
 
     def leading(self) -> bool:
         return not self.lost_lease.is_set() and (self.elector is None or self.elector.is_leader())

@@ -95,6 +95,11 @@ class Scene:
         self.r.cache.nodes["hot"].remove_pod(victim)
         self.r.cache.index.remove_pod(victim.uid)
 
+    def deleted(self, name: str) -> None:
+        """The pod deleted, and the cache's watch reports it now (its listener is told)."""
+        self.gone(name)
+        self.r.departed(next(p for p in self.pods if p.name == name).uid)
+
     def rounds(self, n: int) -> None:
         for _ in range(n):
             self.clock[0] += INTERVAL
@@ -247,3 +252,12 @@ def test_a_rest_read_back_or_with_a_new_victim_placed_is_not_ended_by_older_evid
     ended = rests.observe(hot_view(50.0), 51.0, placed, 3)
     assert list(ended) == ["moved"] and not rests.active("moved", 51.0)
     assert rests.active("restored", 51.0)
+
+
+def test_the_cache_s_watch_tells_the_rests_when_a_pod_went(monkeypatch):
+    # The path a deletion takes: the cache's watch event, its listener, the rests' record, on
+    # the rounds' clock (rest.py counts a victim's post-move samples from it).
+    s = Scene(monkeypatch)
+    s.r.cache._pod_event("DELETED", {"metadata": {"uid": "gone-1"}, "spec": {}})
+    assert s.r.memory.cooldowns.went(["gone-1"], s.clock[0] + 60.0) == s.clock[0]
+    assert s.r.memory.cooldowns.went(["never-seen"], s.clock[0] + 60.0) == s.clock[0] + 60.0

@@ -11,7 +11,8 @@ import pytest
 from scheduler.framework.errors import ConfigError
 from scheduler.rebalancer import saturation, settings
 from scheduler.rebalancer.classify import HOT, NORMAL, Classification, classify
-from scheduler.rebalancer.rest import HOT_AGAIN, STILL_SATURATED, Cooldowns
+from scheduler.rebalancer.rest import GONE_KEPT, HOT_AGAIN, STILL_SATURATED, Cooldowns
+from scheduler.rebalancer.runtime import Options
 from scheduler.rebalancer.saturation import SATURATED, Saturation
 from tests.unit.test_rebalancer import RULES, judge, pod, scene
 from tests.unit.test_rebalancer_rest import Scene
@@ -152,6 +153,41 @@ def test_a_post_move_sample_under_the_level_ends_no_rest_at_once():
     assert rests.saturated() == {}
 
 
+def test_post_move_samples_count_from_the_victim_s_going_as_the_cache_saw_it():
+    # --provider-lag 3, rounds 2 s apart. The pod went 0.2 s after the eviction (the cache's
+    # watch event); the round that finds it gone runs at 3.1. A sample taken 3.3 s after the
+    # going shows the node without it: still pinned, it ends the rest. Before, the samples
+    # counted from the round that found the pod gone (3.1 + 3: none before 6.1).
+    rests = Cooldowns(lag=3.0)
+    rests.start("n", 0.0, 63.0, "uid-1", saturated=True)
+    rests.gone("uid-0", 0.1)  # another pod's going says nothing of this one
+    assert rests.observe(pinned_view(1.0, 100.0), 2.0, {"uid-1"}, 1, 95.0) == {}
+    rests.gone("uid-1", 0.2)
+    assert rests.observe(pinned_view(3.0, 100.0), 3.1, set(), 1, 95.0) == {}  # 2.8 s after
+    assert list(rests.observe(pinned_view(3.5, 100.0), 4.0, set(), 1, 95.0)) == ["n"]
+    assert "a sample since " in rests.ended()["n"]
+
+
+def test_a_going_the_cache_did_not_report_counts_from_the_round_that_found_it():
+    # Two victims: the later going counts; one the cache did not report (its record dropped,
+    # or the watch behind) went by the round that found it gone at the latest.
+    rests = Cooldowns(lag=3.0)
+    rests.start("n", 0.0, 63.0, "uid-1", saturated=True)
+    rests.start("n", 0.5, 63.0, "uid-2", saturated=True)
+    rests.gone("uid-1", 0.2)
+    rests.gone("uid-2", 1.5)
+    assert rests.observe(pinned_view(4.4, 100.0), 4.5, set(), 1, 95.0) == {}  # after 1.5 + 3
+    assert list(rests.observe(pinned_view(4.6, 100.0), 5.0, set(), 1, 95.0)) == ["n"]
+    rests = Cooldowns(lag=3.0)
+    rests.start("n", 0.0, 63.0, "uid-1", saturated=True)
+    rests.gone("uid-1", 9.0)  # reported after the round found it gone: that round is the bound
+    assert rests.observe(pinned_view(1.0, 100.0), 2.0, set(), 1, 95.0) == {}
+    assert list(rests.observe(pinned_view(5.5, 100.0), 6.0, set(), 1, 95.0)) == ["n"]
+    for i in range(GONE_KEPT + 1):  # the oldest goings are forgotten, not the newest
+        rests.gone(f"other-{i}", 10.0)
+    assert rests.went(["other-0"], 20.0) == 20.0 and rests.went([f"other-{i}"], 20.0) == 10.0
+
+
 # --- the rounds -----------------------------------------------------------------------------
 def test_a_node_pinned_at_capacity_is_relieved_before_its_average_is_hot(monkeypatch):
     # The window's average 60 % (under high), every sample since 100 %.
@@ -174,3 +210,21 @@ def test_a_node_pinned_at_capacity_is_relieved_before_its_average_is_hot(monkeyp
     assert s.evicted[1][0] == at + 20.0
     [ended] = s.rest_ended()
     assert ended["reason"] == STILL_SATURATED
+
+
+def test_a_saturated_node_s_next_move_counts_from_its_victim_s_going(monkeypatch):
+    # On the first saturated sample (consecutive 1), the benchmark's lag (3 s) and rounds (2 s),
+    # a sample a second old each round. The cache reports the victim's going at the eviction:
+    # samples after +3 s count, the round at +6 s reads one (+5 s) still at capacity and moves
+    # the next pod. Found gone by the round at +2 s instead (no report): samples after +5 s,
+    # the next move at +8 s, a round later.
+    for told, second in ((True, 6.0), (False, 8.0)):
+        s = Scene(monkeypatch, Options(provider_lag=3.0), saturated=95.0, consecutive=1)
+        s.watcher.avg, s.watcher.latest = 60.0, 100.0
+        s.rounds(1)
+        assert [name for _, name in s.evicted] == ["a"]
+        at = s.evicted[0][0]
+        s.deleted("a") if told else s.gone("a")
+        s.rounds(4)
+        assert [(t - at, name) for t, name in s.evicted] == [(0.0, "a"), (second, "b")]
+        assert [d["reason"] for d in s.rest_ended()] == [STILL_SATURATED]
