@@ -270,6 +270,7 @@ COLORS = {
     "ballast-saturated-n1": "#41ab5d",
     "ballast-saturated-m3": "#a1d99b",
     "ballast-saturated-n1-m3": "#74c476",
+    "ballast-saturated-n1-m3-rn": "#238b45",
     "descheduler": "#c51b7d",
     "koord-descheduler": "#e08214",
     "koord-descheduler-migration": "#b35806",

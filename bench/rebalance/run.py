@@ -17,10 +17,10 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
   are at or above 95 % is hot at once: scheduler/rebalancer/saturation.py);
 - ballast-saturated-n1: the same on 1 fresh observation (`consecutive: 1`);
 - ballast-n1, ballast-latest, ballast-p95, ballast-n5, ballast-h70, ballast-h90,
-  ballast-saturated-m3, ballast-saturated-n1-m3: the other candidates for the defaults
-  (docs/rebalancer.md: `consecutive: 1`; statistic latest; statistic p95; 5 observations; hot
-  above 70 % or 90 %; saturated with `maxPerNode: 3`, on 3 fresh samples or on 1), only when
-  named;
+  ballast-saturated-m3, ballast-saturated-n1-m3, ballast-saturated-n1-m3-rn: the other
+  candidates for the defaults (docs/rebalancer.md: `consecutive: 1`; statistic latest;
+  statistic p95; 5 observations; hot above 70 % or 90 %; saturated with `maxPerNode: 3`, on 3
+  fresh samples or on 1, and with a round on each of the watcher's polls), only when named;
 - descheduler: upstream descheduler's LowNodeUtilization on Prometheus (`metricsUtilization`,
   the watcher's CPU query as a 0..1 vector per `instance`), restricted to its pool's nodes and
   namespace, with the same thresholds.
@@ -100,6 +100,8 @@ CONTENDERS = {
     "set of moves in one round",
     "ballast-saturated-n1-m3": "ballast-saturated on 1 fresh observation with maxPerNode 3: "
     "a pinned node's planned set of moves in the round of its first saturated sample",
+    "ballast-saturated-n1-m3-rn": "ballast-saturated-n1-m3 with roundOnNewSamples: a round as "
+    "soon as the watcher's client has a newer sample, not up to an interval later",
     "descheduler": "descheduler LowNodeUtilization, metricsUtilization from Prometheus",
     "koord-descheduler": "Koordinator LowNodeLoad (DefaultEvictor) on NodeMetrics, 5 rounds hot",
     "koord-descheduler-migration": "Koordinator LowNodeLoad through its MigrationController "
@@ -130,12 +132,18 @@ REBALANCERS: dict[str, dict[str, Any]] = {
     "ballast-saturated-n1": {"saturated": SATURATED, "consecutive": 1},
     "ballast-saturated-m3": {"saturated": SATURATED, "maxPerNode": 3},
     "ballast-saturated-n1-m3": {"saturated": SATURATED, "consecutive": 1, "maxPerNode": 3},
+    "ballast-saturated-n1-m3-rn": {
+        "saturated": SATURATED,
+        "consecutive": 1,
+        "maxPerNode": 3,
+        "roundOnNewSamples": True,
+    },
 }
 # The contenders a run has unless --contenders names others: the defaults' candidates the
 # last measurements left standing (ballast-saturated and -saturated-n1: hot-start at b7aa9e1,
 # 28 and 18 node-s over 100 % against the chart's 86, docs/rebalancer.md "Saturated nodes");
-# ballast-n1, -latest, -p95, -n5, -h70, -h90, -saturated-m3 and -saturated-n1-m3 only when
-# asked for.
+# ballast-n1, -latest, -p95, -n5, -h70, -h90, -saturated-m3, -saturated-n1-m3 and
+# -saturated-n1-m3-rn only when asked for.
 # koord-descheduler-migration is Koordinator as its own configuration evicts, so the full run
 # has it; --quick keeps to the pairs every scenario's verdicts need.
 DEFAULT_CONTENDERS = (

@@ -25,6 +25,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ FRESH, STALE, EXPIRED = "fresh", "stale", "expired"
 STATES = (FRESH, STALE, EXPIRED)
 BALLAST, LOAD_WATCHER = "ballast", "load-watcher"
 _WIRE_KEYS = {wire.CPU: "cpu", wire.MEMORY: "memory"}
+NEWER = 1e-3  # s: a sample time this much past the newest is a new sample, not float rounding
 
 
 class MalformedAnswer(ValueError):
@@ -136,6 +138,13 @@ def keep_sample_times(
             if old is not None and m.sample is not None and m.sample == old.sample:
                 m.last_sample = old.last_sample
     return fetched
+
+
+def newest_sample(fetched: dict[str, dict[str, _Metric]]) -> float:
+    """The newest sample time of any node's metric (local clock); -inf when there is none."""
+    return max(
+        (m.last_sample for metrics in fetched.values() for m in metrics.values()), default=-math.inf
+    )
 
 
 def duration_seconds(text: str, default: float) -> float:
@@ -300,6 +309,11 @@ class MetricsClient:
         self._thread: threading.Thread | None = None
         self._failed_in_row = 0
         self._life = Lifecycle("metrics-client")
+        # Called (on this client's thread) once loads with a newer sample than any before are in
+        # place: the watcher polled. Its body changes every half second (ages), so a new ETag
+        # is not a new sample; a sample read again keeps its time (keep_sample_times).
+        self.on_new: Callable[[], None] | None = None
+        self._newest = -math.inf  # the newest sample time fetched so far (local clock)
 
     def loads(self) -> dict[str, NodeLoad]:
         """The newest node loads. Never blocks; an empty dict when nothing was ever fetched."""
@@ -354,6 +368,11 @@ class MetricsClient:
             self.last_error = None
             self.last_success = time.time()
         self._loads = current_loads(self._fetched, self.mode, time.time())
+        newest = newest_sample(self._fetched)
+        if newest > self._newest + NEWER:
+            self._newest = newest
+            if self.on_new is not None:
+                self.on_new()
         return ok
 
     def _failed(self, why: str) -> None:

@@ -225,6 +225,10 @@ class Rebalancer:
                 BearerToken(path=opts.api_token_file, what="API token").value,
             )
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)
+        # Set when the watcher's answer changed (roundOnNewSamples): the next round starts then.
+        self.new_samples = threading.Event()
+        if s.round_on_new_samples:
+            self.metrics.on_new = self.new_samples.set
 
     # --- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -253,6 +257,7 @@ class Rebalancer:
         def left() -> float:
             return max(0.0, deadline - time.monotonic())
 
+        self.new_samples.set()  # a loop waiting for the watcher's next answer sees the stop
         join(self._loop, left())  # a round in progress finishes its current write
         if self.elector is not None:
             self.elector.stop(release=True, timeout=left())
@@ -268,11 +273,20 @@ class Rebalancer:
         while not stopping.is_set() and not self.cache.wait_synced(0.2):
             pass
         while not stopping.is_set():
+            self.new_samples.clear()  # an answer arriving during the round: another round
             try:
                 self.round()
             except Exception:  # noqa: BLE001 - one bad round must not end the rebalancer
                 log.exception("rebalancing round failed")
-            stopping.wait(self.settings.interval)
+            self.pause()
+
+    def pause(self) -> bool:
+        """Wait for the next round: `interval`, or with roundOnNewSamples until the watcher's
+        answer changes, if sooner; True when a changed answer ended it."""
+        if self.settings.round_on_new_samples:
+            return self.new_samples.wait(self.settings.interval)
+        self._life.stopping.wait(self.settings.interval)
+        return False
 
     def departed(self, uid: str) -> None:
         """The cache saw a pod go (its watch thread calls this): when, on the rounds' clock."""

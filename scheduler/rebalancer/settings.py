@@ -9,6 +9,8 @@ rebalancer:
   profile: ballast            # the profile whose filters and scores judge a move (default: first)
   schedulers: [ballast]       # only pods with one of these schedulerNames move (default: profile)
   interval: 10s               # one round every interval (a duration, or seconds; over 0)
+  roundOnNewSamples: false    # true: a round also as soon as the watcher's client fetches a
+                              # newer sample (the watcher polled), not up to an interval later
   dryRun: false               # decide and report, evict nothing
   enabled: true               # false: the kill switch; rounds still observe and report
   killSwitchFile: ""          # while this file exists, nothing is evicted either
@@ -87,6 +89,10 @@ class RebalancerSettings:
     threshold_mode: str = ABSOLUTE
     rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
     consecutive: int = 3
+    # A round also as soon as the rebalancer's watcher client has a changed answer (a new ETag:
+    # the watcher polled), so a new sample is judged on arrival instead of up to `interval`
+    # later; rounds still run every `interval` without one. Off: rounds every `interval` only.
+    round_on_new_samples: bool = False
     # CPU % of the node at or above which `consecutive` fresh samples in a row make the node hot
     # at once, without waiting for the window's statistic: pinned at its capacity, it throttles
     # its pods now (saturation.py). 0: off.
@@ -167,6 +173,7 @@ def parse_section(doc: Any) -> RebalancerSettings:
         profile=f.string("profile", d.profile),
         schedulers=tuple(_strings(f, "schedulers", frozenset())),
         interval=f.duration("interval", d.interval),
+        round_on_new_samples=f.boolean("roundOnNewSamples", d.round_on_new_samples),
         dry_run=f.boolean("dryRun", d.dry_run),
         enabled=f.boolean("enabled", d.enabled),
         kill_switch_file=f.string("killSwitchFile", d.kill_switch_file),

@@ -100,6 +100,9 @@ def test_quick_covers_every_scenario():
     n1m3 = rebalance.REBALANCERS["ballast-saturated-n1-m3"]
     assert n1m3 == {"saturated": rebalance.SATURATED, "consecutive": 1, "maxPerNode": 3}
     assert "ballast-saturated-n1-m3" not in rebalance.DEFAULT_CONTENDERS
+    rn = rebalance.REBALANCERS["ballast-saturated-n1-m3-rn"]
+    assert rn == {**n1m3, "roundOnNewSamples": True}
+    assert "ballast-saturated-n1-m3-rn" not in rebalance.DEFAULT_CONTENDERS
 
 
 def test_koord_migration_is_in_the_full_run_not_quick_and_runs_scaled_in_the_trace():

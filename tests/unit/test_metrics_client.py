@@ -189,6 +189,29 @@ def test_etag_skips_unchanged_answers(watcher):
     assert "n1" in client.loads()
 
 
+def test_on_new_is_told_of_a_newer_sample_not_of_a_new_body(watcher):
+    # The watcher's body changes every half second (ages, a new ETag) between its polls: only
+    # a sample newer than any before is news (the rebalancer's roundOnNewSamples waits on it).
+    told: list[float] = []
+    client = MetricsClient(watcher.url)
+    client.on_new = lambda: told.append(time.time())
+
+    def answer(last: float, age: float, etag: str) -> None:
+        doc = ballast_doc(age=age)
+        doc["nodes"]["n1"]["metrics"]["cpu"]["last"] = last
+        watcher.answers["/api/v1/nodes"] = (200, json.dumps(doc).encode(), {"ETag": etag})
+
+    answer(5000.0, 1.0, '"a"')
+    assert client.refresh() and len(told) == 1  # the first sample
+    answer(5000.0, 1.5, '"b"')  # the same sample, older by half a second: a new body
+    assert client.refresh() and len(told) == 1
+    assert client.refresh() and len(told) == 1  # 304
+    answer(5003.0, 0.2, '"c"')  # the watcher polled
+    assert client.refresh() and len(told) == 2
+    watcher.answers["/api/v1/nodes"] = (200, b"{not json", {})
+    assert not client.refresh() and len(told) == 2  # a bad answer is no news
+
+
 def test_falls_back_to_the_upstream_envelope(watcher):
     watcher.answers["/watcher"] = (200, json.dumps(envelope(int(time.time()))).encode(), {})
     client = MetricsClient(watcher.url)

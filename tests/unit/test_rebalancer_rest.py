@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes import client
+
+from scheduler.config.profiles import build_profiles
 from scheduler.framework import MetricStats, NodeLoad, Snapshot
 from scheduler.framework.clusterindex import REPLICA_SETS
 from scheduler.framework.snapshot import snapshot_of
-from scheduler.rebalancer import evictions
+from scheduler.rebalancer import evictions, settings
 from scheduler.rebalancer.classify import HOT, Classification
 from scheduler.rebalancer.rest import Cooldowns
 from scheduler.rebalancer.runtime import Options, Rebalancer
@@ -261,3 +264,27 @@ def test_the_cache_s_watch_tells_the_rests_when_a_pod_went(monkeypatch):
     s.r.cache._pod_event("DELETED", {"metadata": {"uid": "gone-1"}, "spec": {}})
     assert s.r.memory.cooldowns.went(["gone-1"], s.clock[0] + 60.0) == s.clock[0]
     assert s.r.memory.cooldowns.went(["never-seen"], s.clock[0] + 60.0) == s.clock[0] + 60.0
+
+
+def test_round_on_new_samples_starts_the_next_round_when_the_watcher_polled():
+    # roundOnNewSamples: the wait for the next round ends when the watcher client has a newer
+    # sample (its on_new), not up to `interval` later; without it, `interval` ends it.
+    cfg = settings.parse(
+        {
+            "profiles": [{"schedulerName": "ballast"}],
+            "leaderElection": {"leaderElect": False},
+            "rebalancer": {"interval": "600s", "roundOnNewSamples": True},
+        }
+    )
+    r = Rebalancer(cfg, client.ApiClient(client.Configuration()), build_profiles(cfg.scheduler))
+    assert r.metrics.on_new is not None
+    r.metrics.on_new()  # a newer sample fetched: the wait returns at once, not in 600 s
+    assert r.pause() is True
+    r.new_samples.clear()
+    r.settings.interval = 0.01  # none: the interval ends the wait
+    assert r.pause() is False
+    off = offline_rebalancer()
+    assert off.settings.round_on_new_samples is False and off.metrics.on_new is None
+    off.settings.interval = 0.01
+    off.new_samples.set()  # off: only the interval ends it
+    assert off.pause() is False
