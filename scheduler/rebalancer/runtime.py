@@ -225,7 +225,7 @@ class Rebalancer:
                 BearerToken(path=opts.api_token_file, what="API token").value,
             )
         self._loop = threading.Thread(target=self._run, name="rebalancer", daemon=True)
-        # Set when the watcher's answer changed (roundOnNewSamples): the next round starts then.
+        # Set when the watcher client fetched a newer sample (roundOnNewSamples): a round then.
         self.new_samples = threading.Event()
         if s.round_on_new_samples:
             self.metrics.on_new = self.new_samples.set
@@ -281,8 +281,8 @@ class Rebalancer:
             self.pause()
 
     def pause(self) -> bool:
-        """Wait for the next round: `interval`, or with roundOnNewSamples until the watcher's
-        answer changes, if sooner; True when a changed answer ended it."""
+        """Wait for the next round: `interval`, or with roundOnNewSamples until the watcher
+        client fetches a newer sample, if sooner; True when one ended it."""
         if self.settings.round_on_new_samples:
             return self.new_samples.wait(self.settings.interval)
         self._life.stopping.wait(self.settings.interval)

@@ -89,9 +89,9 @@ class RebalancerSettings:
     threshold_mode: str = ABSOLUTE
     rules: tuple[ResourceRule, ...] = (ResourceRule(CPU),)
     consecutive: int = 3
-    # A round also as soon as the rebalancer's watcher client has a changed answer (a new ETag:
-    # the watcher polled), so a new sample is judged on arrival instead of up to `interval`
-    # later; rounds still run every `interval` without one. Off: rounds every `interval` only.
+    # A round also as soon as the rebalancer's watcher client fetches a sample newer than any
+    # before (the watcher polled), so it is judged on arrival instead of up to `interval` later;
+    # rounds still run every `interval` without one. Off: rounds every `interval` only.
     round_on_new_samples: bool = False
     # CPU % of the node at or above which `consecutive` fresh samples in a row make the node hot
     # at once, without waiting for the window's statistic: pinned at its capacity, it throttles
