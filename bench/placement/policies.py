@@ -38,6 +38,15 @@ Candidates, each using the same knowledge:
 - `*-fit`: ranked by the larger of the predicted peak's and the requests' share of allocatable
   (`requested`; `-l2`: their Euclidean norm); `-whole`: in whole points 0..100 of the room left;
   `-spread`: in whole points spread over the nodes' own range (PeakFit's `requestsTerm`).
+- `aligned-Hh-Mm`: time-aligned (coincidence): per workload, its most in each M-trace-minute
+  bucket of the last H trace hours (the day before's steps, then its replicas' samples); the
+  node's predicted peak the most over the buckets of what no pod explains plus its pods' and
+  the new pod's buckets summed, max_b sum_k pod_k[b], not the sum of each pod's most; ranked as
+  `recent-3-fit-spread` (`-nofit`: by the peak alone). `-sigmaK`: at least the sum's mean plus
+  K deviations over the buckets (N-sigma); `-last`: a bucket before a workload's replicas ran
+  is its latest bucket, not its most; `-phase-M`: buckets M trace minutes out of step.
+  `maxsum-*`: the control, the same buckets summed as each pod's most (`maxsum-3h-60m` is
+  `recent-3-fit-spread`). `aligned-day-before-2h-15m`: the coming 2 hours the day before.
 - `*-strict`: a filter refusing nodes predicted past 100 % of allocatable whatever the others
   (pods wait).
 - `clairvoyant`: NOT deployable, a bound: knows every pod's use to come (the simulator's own),
@@ -277,13 +286,104 @@ def recent_peak(known: Known, j: int, buckets: int, fit: bool | str = False,
         fresh = ~_measured(known, span)
         predicted = np.maximum(predicted, seen + _on_node(per_pod, known, fresh) + new)
     score, allowed = _lowest(predicted / known.capacity, known, j, fit, limit)
-    if whole == "spread":  # NormalizeScore: the nodes' own range spread over 0..100
+    return _points(score, whole, fit), allowed
+
+
+def _points(score: np.ndarray, whole: bool | str, fit: bool | str) -> np.ndarray:
+    """`_lowest`'s score in whole points as a plugin gives them: "spread", the nodes' range
+    spread over 0..100 (NormalizeScore); True, 0..100 from the predicted room; else as is."""
+    if whole == "spread":
         low, high = score.min(), score.max()
-        score = go_round_array(100 * (score - low) / (high - low)) if high > low else score * 0
-    elif whole:
+        return go_round_array(100 * (score - low) / (high - low)) if high > low else score * 0
+    if whole:
         room = 1.0 + score / (np.sqrt(2.0) if fit == "l2" else 1.0)
-        score = np.clip(go_round_array(100 * room), 0, 100)
-    return score, allowed
+        return np.clip(go_round_array(100 * room), 0, 100)
+    return score
+
+
+def workload_series(known: Known, hours: float, minutes: float, phase: float = 0.0,
+                    fill: str = "most") -> np.ndarray:  # fmt: skip
+    """workload x bucket: the most one replica used in each `minutes`-long bucket (trace
+    minutes) of the current one and those before it back `hours` trace hours (the current one
+    left out while it has no sample yet), `phase` trace minutes out of step with the window's
+    start: the day before's steps before the window, its bound replicas' samples after. A
+    bucket with neither (no replica running yet) is the workload's most over the buckets it has
+    (`fill` "most"), or its latest bucket before ("last"), or 0."""
+    size, shift = minutes * known.hour / 60, phase * known.hour / 60  # wall seconds
+    n = round(hours * 60 / minutes)
+    first = int((known.now + shift) // size) - n + 1
+    seconds = np.arange(int(np.ceil(first * size - shift)), known.now)
+    if not len(seconds):  # only the current bucket, empty yet
+        return np.zeros((len(known.history), 1))
+    out = np.full((len(known.history), len(seconds)), -np.inf)
+    before = seconds < 0
+    per_hour = known.history.shape[1] // HOURS
+    cols = known.history.shape[1] + np.floor(seconds[before] * per_hour / known.hour).astype(int)
+    out[:, before] = known.history[:, cols]
+    bound = np.flatnonzero(known.node_of >= 0)
+    if len(bound) and (~before).any():
+        t = seconds[~before]
+        use = known.pods[bound][:, known.pre + t]
+        use = np.where(t[None, :] >= known.bound_at[bound, None], use, -np.inf)
+        inside = out[:, ~before]
+        np.maximum.at(inside, known.workload[bound], use)
+        out[:, ~before] = inside
+    which = np.floor((seconds + shift) / size).astype(int)
+    buckets = np.maximum.reduceat(out, np.flatnonzero(np.r_[True, np.diff(which) != 0]), axis=1)
+    known_ = np.isfinite(buckets)
+    most = np.where(known_.any(axis=1), buckets.max(axis=1), 0.0)
+    filled = np.where(known_, buckets, most[:, None])
+    if fill == "last":  # each gap carries the latest bucket before it, if any
+        latest = np.maximum.accumulate(np.where(known_, np.arange(buckets.shape[1]), -1), axis=1)
+        rows = np.arange(len(buckets))[:, None]
+        filled = np.where(latest >= 0, filled[rows, np.maximum(latest, 0)], filled)
+    return filled
+
+
+def day_before_series(known: Known, hours: float, minutes: float) -> np.ndarray:
+    """workload x bucket: the most one replica used in each `minutes`-long bucket of the coming
+    `hours` trace hours, the day before at the same time of day (what the warm start seeds)."""
+    per_hour = known.history.shape[1] // HOURS
+    steps = max(round(minutes * per_hour / 60), 1)
+    start = int(known.now * per_hour / known.hour)
+    end = min(start + round(hours * per_hour), known.history.shape[1])
+    coming = known.history[:, start:end]
+    return np.maximum.reduceat(coming, np.arange(0, coming.shape[1], steps), axis=1)
+
+
+def node_series(known: Known, j: int, per_workload: np.ndarray) -> np.ndarray:
+    """node x bucket: what no pod explains, plus each bound pod at its workload's bucket, plus
+    pod j's: the node's use with pod j, bucket by bucket (replicas of one workload move
+    together)."""
+    bound = known.node_of >= 0
+    counts = np.zeros((len(known.capacity), len(per_workload)))
+    np.add.at(counts, (known.node_of[bound], known.workload[bound]), 1.0)
+    return _rest(known)[:, None] + counts @ per_workload + per_workload[known.workload[j]][None, :]
+
+
+def aligned_peak(known: Known, j: int, hours: float = 3.0, minutes: float = 15.0,
+                 phase: float = 0.0, sigma: float = 0.0, coincide: bool = True, fill: str = "most",
+                 day_before: bool = False, fit: bool | str = True,
+                 whole: bool | str = "spread") -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The node's predicted peak with pod j from time-aligned history: the most over the
+    look-back's buckets of the node's summed use (`node_series`), max_b(sum_k pod_k[b]) rather
+    than `recent_peak`'s sum_k max_b pod_k[b]; with `sigma` k, at least the sum's mean plus k
+    deviations over the buckets (N-sigma: the pods' covariance); with `coincide` False, the sum
+    of each pod's most over the same buckets (the control: the same data, peaks assumed to
+    coincide); with `day_before`, the coming `hours` of the day before instead of the last."""
+    if day_before:
+        per_workload = day_before_series(known, hours, minutes)
+    else:
+        per_workload = workload_series(known, hours, minutes, phase, fill)
+    if coincide:
+        series = node_series(known, j, per_workload)
+        predicted = series.max(axis=1)
+        if sigma:
+            predicted = np.maximum(predicted, series.mean(axis=1) + sigma * series.std(axis=1))
+    else:
+        predicted = node_series(known, j, per_workload.max(axis=1, keepdims=True))[:, 0]
+    score, allowed = _lowest(predicted / known.capacity, known, j, fit)
+    return _points(score, whole, fit), allowed
 
 
 def by_requests(known: Known, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -374,6 +474,42 @@ POLICIES: dict[str, Policy] = {
     "recent-2h-fit-spread": partial(recent_peak, buckets=0, hours=2, fit=True, whole="spread"),
     "recent-2.5h-fit-spread": partial(recent_peak, buckets=0, hours=2.5, fit=True, whole="spread"),
 }
+# Time-aligned (issue 45's coincidence study): buckets of 5, 15, 30 and 60 trace minutes over
+# look-backs of 2-3.5 hours, each in step with the window and a quarter, half and three
+# quarters of a bucket out of step (`-phase-M`, trace minutes), as the watcher's wall-clock
+# buckets fall in a benchmark run
+LOOK_BACKS = {5: (2, 2.5, 3, 3.5), 15: (2, 2.5, 3, 3.5), 30: (2, 2.5, 3, 3.5), 60: (2, 3, 4)}
+PHASES = (0.0, 0.25, 0.5, 0.75)  # of a bucket
+
+
+def _phased(name: str, minutes: float, **kwargs: object) -> dict[str, Policy]:
+    return {
+        (name if not q else f"{name}-phase-{q * minutes:g}"): partial(
+            aligned_peak, minutes=minutes, phase=q * minutes, **kwargs
+        )
+        for q in PHASES
+    }
+
+
+ALIGNED: dict[str, Policy] = {
+    **{
+        policy: made
+        for minutes, hours in LOOK_BACKS.items()
+        for h in hours
+        for policy, made in _phased(f"aligned-{h:g}h-{minutes}m", minutes, hours=h).items()
+    },
+    **{
+        policy: made
+        for k in (1, 2, 3)
+        for policy, made in _phased(f"aligned-3h-15m-sigma{k}", 15, hours=3, sigma=k).items()
+    },
+    **_phased("aligned-3h-15m-last", 15, hours=3, fill="last"),
+    **_phased("maxsum-3h-15m", 15, hours=3, coincide=False),
+    **_phased("maxsum-3h-60m", 60, hours=3, coincide=False),
+    "aligned-3h-15m-nofit": partial(aligned_peak, hours=3, minutes=15, fit=False, whole=False),
+    "aligned-day-before-2h-15m": partial(aligned_peak, hours=2, minutes=15, day_before=True),
+}
+POLICIES.update(ALIGNED)
 # Policies that need the pool itself (not deployable): name -> maker, per replay.
 ORACLES: dict[str, Callable[[Pool], Policy]] = {
     "clairvoyant": Clairvoyant,
