@@ -25,12 +25,13 @@ pod's use and a node's wobble, so the pools differ as the contenders' did), with
 tie-break seeds each; the table gives per window the mean over pools and draws. A policy named
 after a contender (bench/placement/policies.py's IMITATES) is also given on its own pool beside
 the contender's measured figure: the calibration. Nothing runs against a cluster and nothing is
-written; `--policies` narrows the set.
+written; `--policies` narrows the set (names or shell patterns: `aligned-*`).
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import random
 import statistics
 import sys
@@ -187,6 +188,14 @@ def recorded(run: dict[str, Any], contender: str, pool: Pool) -> Outcome | None:
     return Outcome(over, node_of.count(-1), 0.0, hottest, np.array(node_of))
 
 
+def chosen(spec: str, every: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the policies `spec` names, in `every`'s order; the names and patterns it matches none
+    of): comma-separated names or shell patterns (`aligned-*`)."""
+    wanted = [p for p in spec.split(",") if p]
+    names = [n for n in every if any(fnmatch.fnmatchcase(n, p) for p in wanted)]
+    return names, [p for p in wanted if not fnmatch.filter(every, p)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench.placement.online", description=__doc__.split("\n\n")[0]
@@ -195,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", type=Path, default=DEFAULT_PATH, help="the trace it replayed")
     every = [*policies.POLICIES, *policies.ORACLES]
     parser.add_argument("--policies", default=",".join(every),
-                        help="comma-separated, of: " + ", ".join(every))  # fmt: skip
+                        help="comma-separated names or shell patterns ('aligned-*'), of: "
+                             + ", ".join(every))  # fmt: skip
     parser.add_argument("--draws", type=int, default=DRAWS, help="tie-break seeds per pool")
     parser.add_argument(
         "--pools",
@@ -203,11 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated contenders whose pools to replay (default: all)",
     )
     args = parser.parse_args(argv)
-    known = every
-    names = [p for p in args.policies.split(",") if p]
-    unknown = [p for p in names if p not in known]
+    names, unknown = chosen(args.policies, every)
     if unknown:
-        parser.error(f"unknown policies {unknown}; known: {known}")
+        parser.error(f"unknown policies {unknown}; known: {every}")
     doc, runs = floor.trace_runs(parser, args.result)
     began = time.monotonic()
     trace = load(args.trace)

@@ -89,3 +89,10 @@ def test_the_requests_term_keeps_room_for_requests() -> None:
                    "requests": np.array([[600.0, 1e6], [200.0, 1e6]])})  # fmt: skip
     assert online.replay(pool, policies.POLICIES["recent-3"]).node_of.tolist() == [0, 0]
     assert online.replay(pool, policies.POLICIES["recent-3-fit"]).node_of.tolist() == [0, 1]
+
+
+def test_policies_are_chosen_by_name_or_pattern_in_their_order() -> None:
+    every = ["lvrb", "recent-3", "aligned-3h-5m", "aligned-3h-5m-phase-2.5", "clairvoyant"]
+    names, unknown = online.chosen("clairvoyant,aligned-*,lvrb,nope*", every)
+    assert names == ["lvrb", "aligned-3h-5m", "aligned-3h-5m-phase-2.5", "clairvoyant"]
+    assert unknown == ["nope*"]
