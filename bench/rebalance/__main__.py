@@ -17,7 +17,7 @@ from bench.harness import runguard
 from bench.harness.common import redraw, redraw_option, scenario_table, sized
 from bench.harness.provenance import write_result
 from bench.harness.verdict import all_verdicts, print_verdicts
-from bench.rebalance import budget
+from bench.rebalance import budget, decisions
 from bench.rebalance import run as rb
 from bench.rebalance import trace as rt
 from bench.rebalance.plots import plot_all
@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"  max unavailable {r['max_unavailable']}  lost {r['pods_lost']}",
                     flush=True,
                 )
+                if why := decisions.why(r.get("decisions")):
+                    print(f"    {c:<12} why: {why}", flush=True)
     doc = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
     if trace is not None:
         doc["setup"]["trace"] = rt.setup(trace, contenders)

@@ -38,9 +38,10 @@ Scenarios: drift (some workloads' use triples), hot-start (some nodes' backgroun
 80-90 %), stable (nothing changes: every eviction is a false one), trace (a day of a production
 trace's VMs as workloads: bench.rebalance.trace, docs/trace.md). Measures come from the
 simulator's true demand (its seeded functions, unclamped), sampled every second, and from the
-pods as listed every second: see `measure`. Results: bench/results/rebalance.json and
-rebalance-<scenario>.png (hottest node over time, eviction marks); `--quick` (one seed, every
-scenario shortened, five contenders): rebalance-quick.json.
+pods as listed every second: see `measure`; why each Ballast pool moved what it did, from its
+rebalancer's decision records (bench.rebalance.decisions). Results:
+bench/results/rebalance.json and rebalance-<scenario>.png (hottest node over time, eviction
+marks); `--quick` (one seed, every scenario shortened, five contenders): rebalance-quick.json.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from bench.harness.timescale import Timing
+from bench.rebalance import decisions
 from sandbox.cluster.controlplane import ControlPlane
 from sandbox.cluster.namespaces import ensure_namespace
 from sandbox.cluster.nodes import NodeSpec
@@ -380,6 +382,12 @@ def namespace(contender: str) -> str:
 
 def workload_name(w: int) -> str:
     return f"w{w}"
+
+
+def node_index(node: str) -> int:
+    """A pool's node (`<contender>-<i>`) by its index in the pool; -1 for none (a pod never
+    bound, a decision without a target)."""
+    return int(node.rsplit("-", 1)[1]) if node else -1
 
 
 def workload_of(pod_name: str) -> str:
@@ -712,8 +720,9 @@ class Services(SimulatedCluster):
         """Ballast's scheduler, which places every pool's pods and replacements."""
         _start_scheduler(self.plane, self.watcher_url, self.work, self.timing.scheduler_flags)
 
-    def start_rebalancers(self, contenders: list[str]) -> None:
-        start_rebalancers(
+    def start_rebalancers(self, contenders: list[str]) -> dict[str, int]:
+        """Each pool's rebalancer; Ballast's pools' status ports (bench.rebalance.decisions)."""
+        return start_rebalancers(
             self.plane, self.prom_url, self.watcher_url, self.work, contenders, self.timing
         )
 
@@ -744,6 +753,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
     services = Services(f"ballast-rebalance-{scenario.name}-{seed}-", specs, config)
     plane = services.plane
     recorder = None
+    reader = decisions.Reader({})
     ok = False
     try:
         started = time.monotonic()
@@ -781,7 +791,8 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         time.sleep(scenario.settle)
         settled_at = time.time()
         say(f"  stack up, {total} pods placed and settled in {time.monotonic() - started:.0f} s")
-        services.start_rebalancers(contenders)
+        reader = decisions.Reader(services.start_rebalancers(contenders))
+        reader.start()
         recorder.measuring = True
         time.sleep(scenario.before)
         change = time.time()
@@ -792,6 +803,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
         say(f"  change at +{time.monotonic() - started:.0f} s; observing {scenario.observe:.0f} s")
         time.sleep(scenario.observe)
         recorder.stop()
+        reader.stop()
         # The scenario happened, or the seed is a failed run: in the pool nothing moves pods
         # in ("none"), else in the reference pool up to its first eviction.
         judged = "none" if "none" in contenders else contenders[0]
@@ -820,6 +832,9 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
                 [round(t - change, 1), round(max(cpus), 1)] for t, cpus in samples
             ]
             r["eviction_times"] = [round(e["time"] - change, 1) for e in recorder.evictions[c]]
+            r["eviction_nodes"] = [node_index(e["from"]) for e in recorder.evictions[c]]
+            if c in reader.logs:
+                r["decisions"] = decisions.summarise(reader.logs[c], change, node_index)
             r["false_evictions_before_change"] = sum(
                 1 for e in recorder.evictions[c] if e["time"] < change
             )
@@ -835,6 +850,7 @@ def run_one(scenario: Scenario, seed: int, contenders: list[str], say=print) -> 
     finally:
         if recorder is not None:
             recorder.stop()
+        reader.stop()
         services.close(ok, say)
 
 
@@ -923,14 +939,16 @@ def start_rebalancers(
     work: Path,
     contenders: list[str],
     timing: Timing | None = None,
-) -> None:
+) -> dict[str, int]:
     """Each pool's rebalancer: Ballast's variants, the descheduler and koord-descheduler's, on
-    their own pools."""
+    their own pools. Returns each Ballast pool's status port (/decisions)."""
     timing = timing or SYNTHETIC
     interval = timing.rounds or INTERVAL
-    for c in contenders:
-        if c in REBALANCERS:
-            _start_rebalancer(plane, watcher_url, work, c, timing)
+    ports = {
+        c: _start_rebalancer(plane, watcher_url, work, c, timing)
+        for c in contenders
+        if c in REBALANCERS
+    }
     if "descheduler" in contenders:
         doc = descheduler.policy(
             descheduler_query(timing),
@@ -945,6 +963,7 @@ def start_rebalancers(
         if c in contenders:
             doc = koord_config(plane.kubeconfig, c, timing)
             koord_descheduler.start_koord_descheduler(plane, doc, name=c)
+    return ports
 
 
 def koord_config(kubeconfig: Path | str, contender: str, timing: Timing) -> dict[str, Any]:
@@ -1053,6 +1072,7 @@ def document(
             "before_seconds": {n: SCENARIOS[n].before for n in names if n != "trace"},
             "contenders": {c: CONTENDERS[c] for c in contenders},
             "replacements_placed_by": REPLACEMENTS_PLACED_BY,
+            "decisions": decisions.setup(),
             "koord_descheduler": {
                 c: koord_config("<the sandbox's>", c, SYNTHETIC) for c in KOORDS if c in contenders
             },
