@@ -6,8 +6,13 @@ a skip for every pod of every confirmed hot node it judges, so an observation of
 synthetic scenarios' 2 s rounds can log more than the ring holds: `Reader` reads every pool's
 every POLL seconds while the run lasts and keeps each record once; `summarise` keeps of them,
 per pool, the count of each action's reasons before and after the change and the first FIRST
-distinct decisions after it. A read that fails is counted with its error, never a failed run.
-The benchmark's rebalancers run without `--api-token-file`, so the reads carry no token.
+distinct decisions after it. A round that finds no confirmed hot node out of its rest logs
+nothing, so each read also takes `/status`'s last round (its hot nodes with their streaks,
+the confirmed, saturated and resting ones): `sightings` says, per node hot after the change,
+when a read first saw it hot, confirmed, saturated or resting, and its longest streak (reads
+every POLL seconds see one round in 2.5: times are up to a read late, streaks a lower bound). A
+read that fails is counted with its error, never a failed run. The benchmark's rebalancers run
+without `--api-token-file`, so the reads carry no token.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ TIMEOUT = 3.0  # s for one read
 FIRST = 50  # distinct decisions after the change kept in full, per pool
 NOTE_CHARS = 160  # a decision's detail (the judge's numbers) cut to this
 ERROR_CHARS = 200
+PART = ERROR_CHARS // 2  # each endpoint's share when both fail
 # How the console's line names each action, in its order.
 LABELS = {EVICT: "evicted", WOULD_EVICT: "would evict", SKIP: "skipped", REST_ENDED: "rest ended"}
 
@@ -53,10 +59,10 @@ class Log:
     # Reads of a full ring whose oldest record was new: the ring turned over since the read
     # before, and what it dropped between the two is lost (counts are then lower bounds).
     gaps: int = 0
+    rounds: dict[float, dict[str, Any]] = field(default_factory=dict)  # /status, by round time
 
     def add(self, fetched: list[dict[str, Any]], size: int = LOG_SIZE) -> None:
         """One read's records (the ring, newest last) into the log."""
-        self.reads += 1
         if len(fetched) >= size and fetched and identity(fetched[0]) not in self.seen:
             self.gaps += 1
         for record in fetched:
@@ -65,8 +71,22 @@ class Log:
                 self.seen.add(key)
                 self.records.append(record)
 
+    def saw(self, last_round: dict[str, Any]) -> None:
+        """One read of `/status`'s lastRound (the same round read twice is kept once)."""
+        t = last_round.get("time")
+        if t is None:
+            return  # no round yet
+        resting = last_round.get("resting") or {}
+        self.rounds[float(t)] = {
+            "hot": dict(last_round.get("hot") or {}),
+            "confirmed": set(last_round.get("confirmed") or ()),
+            "saturated": set(last_round.get("saturated") or ()),
+            # The rest's recorded end; ended ones may stay in the map.
+            "resting": {n for n, until in resting.items() if until > t},
+            "leading": bool(last_round.get("leading")),
+        }
+
     def failure(self, error: str) -> None:
-        self.reads += 1
         self.failed += 1
         self.error = error[:ERROR_CHARS]
 
@@ -112,6 +132,29 @@ def distinct(
     return list(out.values())
 
 
+def sightings(
+    rounds: dict[float, dict[str, Any]], change: float, index: Callable[[str], int]
+) -> dict[str, dict[str, Any]]:
+    """Node index (a string: a JSON key) -> what the rounds read after the change saw of it,
+    for each node they saw hot, confirmed, saturated or resting: seconds after the change it
+    was first seen hot (`hot`, None: never), `confirmed`, `saturated` and `resting` (absent:
+    never), and its longest streak seen."""
+    out: dict[int, dict[str, Any]] = {}
+    for t in sorted(rounds):
+        if t < change:
+            continue
+        seen, at = rounds[t], round(t - change, 1)
+        for node, streak in seen["hot"].items():
+            slot = out.setdefault(index(node), {"hot": at, "streak": 0})
+            slot["hot"] = at if slot["hot"] is None else slot["hot"]
+            slot["streak"] = max(slot["streak"], int(streak))
+        for key in ("confirmed", "saturated", "resting"):
+            for node in seen[key]:
+                slot = out.setdefault(index(node), {"hot": None, "streak": 0})
+                slot.setdefault(key, at)
+    return {str(i): out[i] for i in sorted(out)}
+
+
 def summarise(
     log: Log, change: float, index: Callable[[str], int], first: int = FIRST
 ) -> dict[str, Any]:
@@ -123,7 +166,11 @@ def summarise(
         "before_change": counts(before),
         "after_change": counts(after),
         "first_after_change": distinct(after, change, index, first),
+        "sightings": sightings(log.rounds, change, index),
     }
+    standby = sum(not r["leading"] for t, r in log.rounds.items() if t >= change)
+    if standby:
+        out["standby_rounds"] = standby  # read as not leading: it decided nothing then
     if log.failed:
         out["failed_reads"] = log.failed
         out["error"] = log.error
@@ -143,7 +190,11 @@ def why(summary: dict[str, Any] | None) -> str:
         if after.get(action):
             reasons = ", ".join(f"{r or '-'} {n}" for r, n in after[action].items())
             parts.append(f"{LABELS.get(action, action)}: {reasons}")
-    text = "; ".join(parts) or "no decision after the change (no node confirmed hot out of rest)"
+    text = "; ".join(parts) or "no decision after the change"
+    seen = [_sighting(i, s) for i, s in (summary.get("sightings") or {}).items()]
+    text += ("; seen: " + ", ".join(seen)) if seen else "; no node seen hot"
+    if summary.get("standby_rounds"):
+        text += f"; {summary['standby_rounds']} rounds read as standby"
     if summary.get("gaps"):
         text += f"; ring turned over {summary['gaps']} times (counts are lower bounds)"
     if summary.get("failed_reads"):
@@ -152,8 +203,22 @@ def why(summary: dict[str, Any] | None) -> str:
     return text
 
 
+def _sighting(node: str, seen: dict[str, Any]) -> str:
+    """A node as the console's line says it: "node 3 hot 12 s (streak 2), confirmed 20 s,
+    resting 24 s", or "..., confirmed never"."""
+    hot = "not read hot" if seen.get("hot") is None else f"hot {seen['hot']:g} s"
+    text = f"node {node} {hot} (streak {seen['streak']})"
+    if "saturated" in seen:
+        text += f", saturated {seen['saturated']:g} s"
+    text += f", confirmed {seen['confirmed']:g} s" if "confirmed" in seen else ", confirmed never"
+    if "resting" in seen:
+        text += f", resting {seen['resting']:g} s"
+    return text
+
+
 class Reader:
-    """Reads each pool's /decisions every POLL seconds on a thread, and once more on stop."""
+    """Reads each pool's /decisions and /status every POLL seconds on a thread, and once more
+    on stop."""
 
     def __init__(self, ports: dict[str, int], poll: float = POLL) -> None:
         """`ports`: contender -> its rebalancer's --listen port on 127.0.0.1."""
@@ -188,15 +253,27 @@ class Reader:
                 self.read(c, port)
 
     def read(self, contender: str, port: int) -> None:
+        """One read of both; what fails is counted once a read, what answered is kept."""
         log = self.logs[contender]
-        url = f"http://127.0.0.1:{port}/decisions"
+        log.reads += 1
+        errors = []
         try:
-            answer = self._session.get(url, params={"limit": LOG_SIZE}, timeout=TIMEOUT)
-            answer.raise_for_status()
-            fetched = answer.json()["decisions"]
-            if not isinstance(fetched, list):
-                raise TypeError(f"decisions: a list expected, got {type(fetched).__name__}")
+            fetched = self._get(port, "/decisions", "decisions", list, {"limit": LOG_SIZE})
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-            log.failure(f"{type(exc).__name__}: {exc}")
-            return
-        log.add(fetched)
+            errors.append(f"/decisions: {type(exc).__name__}: {exc}"[:PART])
+        else:
+            log.add(fetched)
+        try:
+            log.saw(self._get(port, "/status", "lastRound", dict))
+        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+            errors.append(f"/status: {type(exc).__name__}: {exc}"[:PART])
+        if errors:
+            log.failure("; ".join(errors))
+
+    def _get(self, port: int, path: str, key: str, kind: type, params: Any = None) -> Any:
+        answer = self._session.get(f"http://127.0.0.1:{port}{path}", params=params, timeout=TIMEOUT)
+        answer.raise_for_status()
+        value = answer.json()[key]
+        if not isinstance(value, kind):
+            raise TypeError(f"{key}: {kind.__name__} expected, got {type(value).__name__}")
+        return value

@@ -1,6 +1,7 @@
 """The rebalance benchmark's decision records (bench/rebalance/decisions.py): each record kept
-once across reads of the rebalancer's ring, a turned-over ring counted, the summary's counts
-and first distinct decisions, the console's line; and eviction_nodes' node indexes."""
+once across reads of the rebalancer's ring, a turned-over ring counted, the summary's counts,
+first distinct decisions and sightings of hot nodes, the console's line; and eviction_nodes'
+node indexes."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_overlapping_reads_keep_each_record_once_in_order():
     log.add(ring[:3], size=3)  # the first read of a full ring: what came before may be lost
     log.add(ring[1:4], size=3)  # the ring moved on by one, its oldest seen before: no gap
     assert [r["time"] for r in log.records] == [CHANGE + i for i in range(4)]
-    assert log.reads == 2 and log.gaps == 1
+    assert log.gaps == 1
 
 
 def test_a_ring_turned_over_between_reads_is_a_gap():
@@ -50,7 +51,7 @@ def test_a_failed_read_is_counted_with_its_error_and_loses_nothing():
     log = decisions.Log()
     log.add([record(CHANGE)])
     log.failure("ConnectionError: " + "x" * 500)
-    assert log.reads == 2 and log.failed == 1 and len(log.records) == 1
+    assert log.failed == 1 and len(log.records) == 1
     assert log.error.startswith("ConnectionError") and len(log.error) == decisions.ERROR_CHARS
 
 
@@ -101,22 +102,25 @@ def test_why_line_names_each_actions_reasons_most_first():
             + [record(CHANGE + i, reason="scheduler-would-return-it") for i in range(3)]
             + [record(CHANGE + 20, action="evict", reason="cpu-hot")])  # fmt: skip
     line = decisions.why(decisions.summarise(log, CHANGE, rebalance.node_index))
-    assert line == "evicted: cpu-hot 1; skipped: no-target 14, scheduler-would-return-it 3"
+    assert line == (
+        "evicted: cpu-hot 1; skipped: no-target 14, scheduler-would-return-it 3; no node seen hot"
+    )
 
 
 def test_why_line_says_when_nothing_was_decided_or_read():
-    log = decisions.Log()
+    log = decisions.Log(reads=2)
     log.add([record(CHANGE - 1)])
     log.failure("ReadTimeout: no answer")
     line = decisions.why(decisions.summarise(log, CHANGE, rebalance.node_index))
-    assert line.startswith("no decision after the change")
+    assert line.startswith("no decision after the change; no node seen hot")
     assert line.endswith("1 of 2 reads failed: ReadTimeout: no answer")
     assert decisions.why(None) == ""
 
 
 def test_reader_reads_the_rebalancers_own_endpoint_and_records_a_dead_one():
     ring = DecisionLog(size=5)
-    server = StatusServer("127.0.0.1", 0, Telemetry(), ring, dict, lambda: (True, "ok"))
+    status = {"leading": True, "lastRound": last_round(CHANGE + 1, hot={"ballast-1": 2})}
+    server = StatusServer("127.0.0.1", 0, Telemetry(), ring, lambda: status, lambda: (True, "ok"))
     server.start()
     dead = StatusServer("127.0.0.1", 0, Telemetry(), ring, dict, lambda: (True, "ok"))
     dead_port = dead.port
@@ -134,5 +138,47 @@ def test_reader_reads_the_rebalancers_own_endpoint_and_records_a_dead_one():
     log = reader.logs["ballast"]
     assert [r["time"] for r in log.records] == [CHANGE + i for i in range(6)]
     assert log.reads == 2 and log.failed == 0
+    assert decisions.sightings(log.rounds, CHANGE, rebalance.node_index) == {
+        "1": {"hot": 1.0, "streak": 2}
+    }
     failed = reader.logs["ballast-aa"]
-    assert failed.failed == 2 and failed.records == [] and "Connection" in failed.error
+    assert failed.reads == 2 and failed.failed == 2 and failed.records == []
+    assert failed.error.startswith("/decisions: ConnectionError") and "/status: " in failed.error
+
+
+def last_round(t: float, hot=(), confirmed=(), saturated=(), resting=None, leading=True) -> dict:
+    """/status's lastRound as scheduler/rebalancer/rounds.py writes it."""
+    return {"time": t, "leading": leading, "hot": dict(hot), "confirmed": list(confirmed),
+            "saturated": {n: 3 for n in saturated}, "resting": dict(resting or {}),
+            "high": 80.0, "low": 50.0}  # fmt: skip
+
+
+def test_sightings_say_when_a_node_was_first_seen_hot_confirmed_and_resting():
+    log = decisions.Log()
+    log.saw({})  # before the first round: nothing to see
+    log.saw(last_round(CHANGE - 2, hot={"ballast-3": 1}))  # before the change: not counted
+    log.saw(last_round(CHANGE + 4, hot={"ballast-3": 1}))
+    log.saw(last_round(CHANGE + 4, hot={"ballast-3": 1}))  # the same round read again
+    log.saw(last_round(CHANGE + 10, hot={"ballast-3": 3, "ballast-5": 1},
+                       confirmed=["ballast-3"], saturated=["ballast-3"]))  # fmt: skip
+    # Node 3's rest from an eviction; node 6's recorded rest ended before the round.
+    log.saw(last_round(CHANGE + 14, hot={"ballast-3": 4},
+                       resting={"ballast-3": CHANGE + 60, "ballast-6": CHANGE}))  # fmt: skip
+    s = decisions.summarise(log, CHANGE, rebalance.node_index)
+    assert s["sightings"] == {
+        "3": {"hot": 4.0, "streak": 4, "confirmed": 10.0, "saturated": 10.0, "resting": 14.0},
+        "5": {"hot": 10.0, "streak": 1},
+    }
+    assert "standby_rounds" not in s
+    assert decisions.why(s) == (
+        "no decision after the change; seen: node 3 hot 4 s (streak 4), saturated 10 s, "
+        "confirmed 10 s, resting 14 s, node 5 hot 10 s (streak 1), confirmed never"
+    )
+
+
+def test_rounds_read_as_standby_are_counted():
+    log = decisions.Log()
+    log.saw(last_round(CHANGE + 2, leading=False))
+    log.saw(last_round(CHANGE + 4))
+    s = decisions.summarise(log, CHANGE, rebalance.node_index)
+    assert s["standby_rounds"] == 1 and decisions.why(s).endswith("1 rounds read as standby")
