@@ -203,7 +203,7 @@ bench-drift-check: sandbox-build $(VENV)/.bench-installed
 
 # The rule that picks the rebalancer's defaults, applied to the committed results (a table).
 bench-rebalance-defaults: $(VENV)/.bench-installed
-	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json bench/results/rebalance-trace.json
+	$(PY) -m bench.rebalance.defaults bench/results/rebalance.json
 
 # The README's headline tables (placement, rebalancing) written again from bench/results/ between
 # their markers: per scenario mean (worst window), the A/A spread, ahead/tie/behind by the rule
@@ -224,7 +224,6 @@ bench-plots: $(VENV)/.bench-installed
 	$(PY) -m bench.placement --plot bench/results/placement.json
 	$(PY) -m bench.placement.gpu --plot bench/results/placement-gpu.json
 	$(PY) -m bench.rebalance --plot bench/results/rebalance.json
-	$(PY) -m bench.rebalance --plot bench/results/rebalance-trace.json
 	$(PY) -m bench.rebalance.rounds --plot bench/results/rebalance-rounds.json
 	$(PY) -m bench.scheduler --plot bench/results/scheduler-backlog-budget.json
 	$(PY) -m bench.scheduler.perf --table bench/results/scheduler-perf-quick-idlegc.json

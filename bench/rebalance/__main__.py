@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         print(rb.markdown(doc) + "\n" + scenario_table(doc, "trace", rt.COLUMNS))
         return 0
     if args.merge:
-        return rb.merge(args.merge, args.out)
+        code = rb.merge(args.merge, args.out)
+        for path in rt.plot(json.loads(args.out.read_text()), args.out.parent, args.out.stem):
+            print(f"plot: {path}")
+        return code
     runguard.start_run(parser, args.allow_dirty)
     names = args.scenarios.split(",") if args.scenarios else list(rb.SCENARIOS)
     trace = for_scenarios(args.trace, bool(args.scenarios)) if "trace" in names else None

@@ -8,8 +8,10 @@ node-seconds over 100 % on the trace (median of its windows) among those whose f
 are at most 5 % of their evictions on the trace (all windows together) and that evicted nothing
 in stable. Run:
 
-    python -m bench.rebalance.defaults bench/results/rebalance.json \
-        bench/results/rebalance-trace.json
+    python -m bench.rebalance.defaults bench/results/rebalance.json
+
+(a full run holds the trace's windows beside the synthetic scenarios; a run of the trace alone
+is another file to name after it)
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ from bench.harness.common import RESULTS_DIR
 from bench.harness.provenance import write_result
 from bench.harness.simulated_cluster import SimulatedCluster, ballast_argv
 from bench.harness.timescale import Timing
+from bench.harness.verdict import all_verdicts
 from bench.rebalance import decisions
 from sandbox.cluster.controlplane import ControlPlane
 from sandbox.cluster.namespaces import ensure_namespace
@@ -1108,6 +1109,18 @@ def merge(paths: list[Path], out: Path) -> int:
         for key in ("observe_seconds", "settle_seconds", "before_seconds"):
             doc["setup"].setdefault(key, {}).update(part["setup"].get(key, {}))
     doc["parts_provenance"] = [part.get("provenance") for part in parts]  # each run's own
+    # A part cut short (a run that stopped) carries no trace setup nor verdicts: the whole has
+    # them from the parts that do, and verdicts over every run once the A/A pair ran.
+    for part in parts[1:]:
+        if "trace" in part["setup"]:
+            doc["setup"]["trace"] = part["setup"]["trace"]
+    windows = {w for part in parts for w in part["setup"].get("trace_windows", [])}
+    windows |= {run["seed"] for run in runs if run["scenario"] == "trace"}
+    if windows:
+        doc["setup"]["trace_windows"] = sorted(windows)
+    doc.pop("verdicts", None)
+    if any({"ballast", AA} <= set(run["contenders"]) for run in runs):
+        doc["verdicts"] = all_verdicts(runs, VERDICT_MEASURES, "ballast", AA)
     write_result(out, doc)
     from bench.rebalance.plots import plot_all
 
