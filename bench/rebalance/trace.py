@@ -172,7 +172,10 @@ def run_one(
                 [round(t - change, 1), round(max(cpus), 1)] for t, cpus in samples
             ]
             r["eviction_times"] = [round(e["time"] - change, 1) for e in evictions]
-            r["eviction_nodes"] = [int(e["from"].rsplit("-", 1)[1]) for e in evictions]
+            # a pod evicted before it was bound has no node ("from" empty): -1
+            r["eviction_nodes"] = [
+                int(e["from"].rsplit("-", 1)[1]) if e["from"] else -1 for e in evictions
+            ]
             r["node_cpu"] = _thin([(t - change, cpus) for t, cpus in samples if t >= change])
             results[c] = r
         rb.peer_records(services.plane, api, results)
