@@ -1096,8 +1096,9 @@ COLUMNS = (
 )
 
 
-def merge(paths: list[Path], out: Path) -> int:
-    """Several runs' JSONs (one scenario each, run as separate jobs) as one, with the plots."""
+def merge(paths: list[Path], out: Path, plot: bool = True) -> int:
+    """Several runs' JSONs (one scenario each, run as separate jobs) as one, with the plots
+    unless `plot` is false (matplotlib comes with the `bench` extra, which tests go without)."""
     parts = [json.loads(p.read_text()) for p in paths]
     runs = [run for part in parts for run in part["runs"]]
     doc = parts[0]
@@ -1122,6 +1123,8 @@ def merge(paths: list[Path], out: Path) -> int:
     if any({"ballast", AA} <= set(run["contenders"]) for run in runs):
         doc["verdicts"] = all_verdicts(runs, VERDICT_MEASURES, "ballast", AA)
     write_result(out, doc)
+    if not plot:
+        return 0
     from bench.rebalance.plots import plot_all
 
     for path in plot_all(doc, out.parent, prefix=out.stem):

@@ -63,7 +63,7 @@ def test_a_run_cut_short_and_its_rest_merge_with_verdicts_and_the_trace_setup(tm
         paths.append(tmp_path / name)
         paths[-1].write_text(json.dumps(doc))
     out = tmp_path / "rebalance.json"
-    assert rb.merge(paths, out) == 0
+    assert rb.merge(paths, out, plot=False) == 0
     merged = json.loads(out.read_text())
     assert [p["commit"] for p in merged["parts_provenance"]] == ["aaaaaaa", "bbbbbbb"]
     assert merged["setup"]["trace"] == {"windows": "days"}
@@ -82,5 +82,5 @@ def test_parts_without_the_aa_pair_merge_without_verdicts(tmp_path: Path):
     path = tmp_path / "part.json"
     path.write_text(json.dumps(part))
     out = tmp_path / "merged.json"
-    rb.merge([path], out)
+    rb.merge([path], out, plot=False)
     assert "verdicts" not in json.loads(out.read_text())
