@@ -271,6 +271,7 @@ COLORS = {
     "ballast-saturated-m3": "#a1d99b",
     "ballast-saturated-n1-m3": "#74c476",
     "ballast-saturated-n1-m3-rn": "#238b45",
+    "ballast-saturated-n1-warm": "#006d2c",
     "descheduler": "#c51b7d",
     "koord-descheduler": "#e08214",
     "koord-descheduler-migration": "#b35806",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bench.rebalance import run as rebalance
 from bench.rebalance import trace
 from sandbox.peers import descheduler
+from scheduler.rebalancer import settings
 
 
 def test_plan_is_seeded_and_changes_only_what_the_scenario_says():
@@ -103,6 +104,12 @@ def test_quick_covers_every_scenario():
     rn = rebalance.REBALANCERS["ballast-saturated-n1-m3-rn"]
     assert rn == {**n1m3, "roundOnNewSamples": True}
     assert "ballast-saturated-n1-m3-rn" not in rebalance.DEFAULT_CONTENDERS
+    # Targets under high, not only under low: the saturated-n1 rule otherwise.
+    warm = rebalance.REBALANCERS["ballast-saturated-n1-warm"]
+    assert warm == {"saturated": rebalance.SATURATED, "consecutive": 1, "targetsMustBeCold": False}
+    assert "ballast-saturated-n1-warm" not in rebalance.DEFAULT_CONTENDERS
+    parsed = settings.parse(rebalance.rebalancer_config("http://w", "ballast-saturated-n1-warm"))
+    assert parsed.rebalancer.targets_must_be_cold is False
 
 
 def test_koord_migration_is_in_the_full_run_not_quick_and_runs_scaled_in_the_trace():

@@ -104,3 +104,16 @@ def test_a_zero_watcher_interval_stops_the_start_naming_the_flag():
 def test_a_round_interval_that_cannot_work_is_refused(interval, why):
     with pytest.raises(ConfigError, match=f"rebalancer.interval: {why}"):
         settings.parse_section({"interval": interval})
+
+
+def test_the_runtime_hands_its_seconds_to_the_judge_and_the_replacements():
+    # The flags reach Options (above); this checks Options reaches each part that keeps the
+    # scheduler's rule for a bound pod: the judge's model of it and our own moves' bookings.
+    from tests.unit.test_rebalancer_safety import offline_rebalancer
+
+    opts = rebalancer_cli.options(parse("--provider-lag", "0.25", "--recent-max-age", "5"))
+    reb = offline_rebalancer(opts)
+    booked = reb.memory.replacements.bound
+    assert (booked.provider_lag, booked.max_age) == (0.25, 5.0)
+    assert (reb.rounds.judge.provider_lag, reb.rounds.judge.recent_max_age) == (0.25, 5.0)
+    assert reb.memory.cooldowns.lag == reb.actor.provider_lag == 0.25
