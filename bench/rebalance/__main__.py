@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             rb.SCENARIOS[n] = replace(rb.SCENARIOS[n], observe=args.observe)
     started = time.monotonic()
     runs = []
+    # Seeds whose scenario did not happen (rb.ScenarioFailed): failed runs, recorded and
+    # reported, not zeros; the benchmark goes on to the next seed (53bc346's full run stopped
+    # after 69 minutes on one) and exits 1 at the end.
+    failed: list[dict[str, object]] = []
 
     def say(text: str) -> None:
         print(text, flush=True)
@@ -115,14 +119,23 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         for seed in windows if name == "trace" else seeds:
             print(f"[{time.monotonic() - started:5.0f} s] {name}, seed {seed}", flush=True)
-            if name == "trace":
-                run = rt.run_one(rb.SCENARIOS[name], seed, contenders, trace, say=say)
-            else:
-                run = rb.run_one(rb.SCENARIOS[name], seed, contenders, say=say)
-            runs.append(run)
+            try:
+                if name == "trace":
+                    run = rt.run_one(rb.SCENARIOS[name], seed, contenders, trace, say=say)
+                else:
+                    run = rb.run_one(rb.SCENARIOS[name], seed, contenders, say=say)
+            except rb.ScenarioFailed as e:
+                say(f"  FAILED RUN: {e}")
+                failed.append({"scenario": name, "seed": seed, "why": str(e)})
+                run = None
+            if run is not None:
+                runs.append(run)
             # After every run, so a run cut short still leaves what it measured.
             partial = rb.document(runs, seeds, names, contenders, round(time.monotonic() - started))
+            partial["failed_runs"] = failed
             write_result(args.out, partial)
+            if run is None:
+                continue
             for c, r in run["contenders"].items():
                 print(
                     f"    {c:<12} evictions {r['evictions']:>2}  bounced {r['bounced']:>2}"
@@ -139,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         doc["setup"]["trace"] = rt.setup(trace, contenders)
         doc["setup"]["trace_windows"] = windows
     doc["verdicts"] = all_verdicts(runs, rb.VERDICT_MEASURES, "ballast", rb.AA)
+    doc["failed_runs"] = failed
     write_result(args.out, doc)  # before the pictures: a failing plot never loses a run
     print_verdicts(doc["verdicts"])
     print(f"results: {args.out} ({doc['seconds']} s)")
@@ -146,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plot: {path}")
     for path in rt.plot(doc, args.out.parent, prefix=args.out.stem):
         print(f"plot: {path}")
-    return 0
+    for f in failed:
+        print(f"failed run: {f['scenario']} seed {f['seed']}: {f['why']}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ def test_a_run_cut_short_and_its_rest_merge_with_verdicts_and_the_trace_setup(tm
         + [_run("trace", 1, {"none": 300, "ballast": 200, "ballast-aa": 210})],
         "aaaaaaa",
     )
+    # Its stable seed 5 failed the scenario's check: a failed run, kept as one in the whole.
+    first["failed_runs"] = [{"scenario": "stable", "seed": 5, "why": "peaked at 80.4 %"}]
     rest = _part(
         [
             _run("trace", w, {"none": 300, "ballast": 200 + w, "ballast-aa": 205})
@@ -71,6 +73,7 @@ def test_a_run_cut_short_and_its_rest_merge_with_verdicts_and_the_trace_setup(tm
     trace = merged["verdicts"]["trace"]["node_seconds_over_100"]
     assert trace["ours"] == "ballast" and trace["twin"] == "ballast-aa"
     assert len(merged["runs"]) == 11 and "stable" in merged["verdicts"]
+    assert merged["failed_runs"] == first["failed_runs"]
 
 
 def test_parts_without_the_aa_pair_merge_without_verdicts(tmp_path: Path):
