@@ -18,7 +18,7 @@ to the nodes of the same indexes (`place_paired`); only the rebalancer differs:
 - ballast-saturated-n1: the same on 1 fresh observation (`consecutive: 1`);
 - ballast-saturated-n1-warm: that with `targetsMustBeCold: false` (a target need only stay under
   high with the pod, the judge's check, not be under low);
-- ballast-saturated (only when named since 050e544), ballast-n1, ballast-latest, ballast-p95,
+- ballast-saturated (only when named since 5729630), ballast-n1, ballast-latest, ballast-p95,
   ballast-n5, ballast-h70, ballast-h90, ballast-saturated-m3, ballast-saturated-n1-m3,
   ballast-saturated-n1-m3-rn: the other
   candidates for the defaults (docs/rebalancer.md: `consecutive: 1`; statistic latest;
