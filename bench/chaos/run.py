@@ -564,12 +564,18 @@ class Chaos:
         old.kill()
         wait_for(lambda: self.store.master_port() == new.port, timeout=60, what="a promotion")
         ep.notes["promoted_after_s"] = round(time.monotonic() - killed, 2)
+        promoted = self.store_version()
         # Restarted as a replica of the new master (the Sentinel would convert it anyway).
         new.args = ()
         old.args = ("--replicaof", "127.0.0.1", str(new.port))
         self.wait(max(0.0, self.cfg.down - (time.monotonic() - killed)))
         old.start()
         self._redis_persistence(old)
+        # The fault is over when a poller has written to the promoted master: the old poller's
+        # lock must lapse (lock_ttl) before another takes over, which can outlast a short gap.
+        wait_for(lambda: self.store_version() not in (None, promoted), timeout=60,
+                 what="a write to the promoted master")  # fmt: skip
+        ep.notes["writes_resumed_after_s"] = round(time.monotonic() - killed, 2)
 
     def _fault_kill_prometheus(self, ep: Episode) -> None:
         assert self.prometheus is not None and self.prometheus.proc is not None

@@ -33,6 +33,7 @@ def test_every_fault_once_under_load(tmp_path):
     # The Sentinel promoted the replica and the watchers wrote to it within the episode.
     failover = by_fault["sentinel-failover"]
     assert failover["promoted_after_s"] > 0, summary
+    assert failover["writes_resumed_after_s"] >= failover["promoted_after_s"], summary
     assert failover["seconds_without_writes"] < failover["seconds"], summary
     # Before any fault the leader scores every node from load data.
     assert result["per_fault"]["baseline"]["max_seconds_until_load_scores"] == 0.0, summary
