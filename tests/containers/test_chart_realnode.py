@@ -41,16 +41,37 @@ NAMESPACED = "deployments,statefulsets,replicasets,pods,services,configmaps,secr
 READY_TIMEOUT = 180.0
 
 
+BUILTIN_CHAINS = {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
+
+
 def _rules() -> set[str]:
     """Every iptables and ip6tables rule and chain of the machine, counters left out."""
     lines = set()
     for save in ("iptables-save", "ip6tables-save"):
         out = subprocess.run([save], capture_output=True, text=True, timeout=30, check=True)
-        for line in out.stdout.splitlines():
-            if line.startswith("#"):
-                continue
-            lines.add(f"{save}: {line.split(' [', 1)[0] if line.startswith(':') else line}")
+        lines |= {f"{save}: {line}" for line in _tables_in_use(out.stdout)}
     return lines
+
+
+def _tables_in_use(saved: str) -> list[str]:
+    """The lines of a save, without tables that hold only their built-in chains at ACCEPT: the
+    kernel creates a table the first time anything touches it (on a fresh machine the kubelet
+    touches ip6tables' for the first time) and never takes it away, so such a table is no rule
+    left behind; any rule, other chain or other policy in it still counts."""
+    kept: list[str] = []
+    table: list[str] = []
+    for raw in saved.splitlines():
+        if raw.startswith("#"):
+            continue
+        line = raw.split(" [", 1)[0] if raw.startswith(":") else raw
+        table.append(line)
+        if line == "COMMIT":
+            body = table[1:-1]
+            if any(not (b.startswith(":") and b[1:].split()[0] in BUILTIN_CHAINS
+                        and b.split()[1] == "ACCEPT") for b in body):  # fmt: skip
+                kept.extend(table)
+            table = []
+    return kept + table
 
 
 @pytest.fixture(scope="module")
