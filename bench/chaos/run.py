@@ -571,8 +571,8 @@ class Chaos:
         self.wait(max(0.0, self.cfg.down - (time.monotonic() - killed)))
         old.start()
         self._redis_persistence(old)
-        # The fault is over when a poller has written to the promoted master: the old poller's
-        # lock must lapse (lock_ttl) before another takes over, which can outlast a short gap.
+        # The fault is over when a poller has written to the promoted master: a poller whose
+        # store calls failed during the promotion backs off first, which can outlast a short gap.
         wait_for(lambda: self.store_version() not in (None, promoted), timeout=60,
                  what="a write to the promoted master")  # fmt: skip
         ep.notes["writes_resumed_after_s"] = round(time.monotonic() - killed, 2)

@@ -56,7 +56,7 @@ def _rules() -> set[str]:
 def _tables_in_use(saved: str) -> list[str]:
     """The lines of a save, without tables that hold only their built-in chains at ACCEPT: the
     kernel creates a table the first time anything touches it (on a fresh machine the kubelet
-    touches ip6tables' for the first time) and never takes it away, so such a table is no rule
+    is the first to touch ip6tables) and never takes it away, so such a table is no rule
     left behind; any rule, other chain or other policy in it still counts."""
     kept: list[str] = []
     table: list[str] = []
@@ -66,12 +66,16 @@ def _tables_in_use(saved: str) -> list[str]:
         line = raw.split(" [", 1)[0] if raw.startswith(":") else raw
         table.append(line)
         if line == "COMMIT":
-            body = table[1:-1]
-            if any(not (b.startswith(":") and b[1:].split()[0] in BUILTIN_CHAINS
-                        and b.split()[1] == "ACCEPT") for b in body):  # fmt: skip
+            if not all(_accepting_builtin(b) for b in table[1:-1]):
                 kept.extend(table)
             table = []
     return kept + table
+
+
+def _accepting_builtin(line: str) -> bool:
+    """A chain line of a built-in chain whose policy is ACCEPT (counters already cut off)."""
+    name, _, policy = line[1:].partition(" ")
+    return line.startswith(":") and name in BUILTIN_CHAINS and policy == "ACCEPT"
 
 
 @pytest.fixture(scope="module")
