@@ -148,6 +148,12 @@ class Poller:
         except StoreError as exc:
             self.store_errors += 1
             self._log_once("store", f"renewing the poller lock failed: {exc}")
+            return
+        if self.leading and self._retry_at > time.time():
+            # The store took a write, so it is back (restarted, or a Sentinel named a new
+            # master): the next tick polls rather than waiting out a pause that doubled while
+            # the store was away and could outlast the outage by up to BACKOFF_MAX.
+            self._retry_at = 0.0
 
     # -- one poll -----------------------------------------------------------------------------
     def tick(self) -> None:

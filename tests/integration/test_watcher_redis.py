@@ -92,6 +92,29 @@ def test_redis_outage_serves_last_copy_then_recovers(prometheus, make_redis, mak
     assert nodes["redis-a"]["metrics"]["memory"]["count"] >= 3  # the window survived
 
 
+def test_a_backed_off_poller_writes_soon_after_the_store_returns(
+    prometheus, make_redis, make_watcher
+):
+    """The poller's pause doubles with each failed poll (1, 2, 4, 8, 16 s at a 1 s interval);
+    a lock renewal that goes through ends it, so writes resume within about a renewal
+    interval of the store's return, not when the pause runs out (chaos's sentinel failover
+    measured the difference)."""
+    redis = make_redis()
+    watcher = make_watcher(prometheus.url, redis.url, workers=1, lock_ttl=3.0)
+    watcher.wait_nodes(list(NODES))
+    redis.stop()
+    # Each pause runs from a failed attempt and the first tick after it tries again, so the
+    # attempts come 0, 2, 5, 10, 19 and 36 s after the first, itself within a tick of the stop.
+    # Back at 23 s, the store has 13 s or more of a pause to wait out.
+    time.sleep(23)
+    back = time.time()
+    redis.start()
+    wait_for(lambda: last_poll_time(watcher) > back, timeout=40, what="a poll after the return")
+    resumed_after = last_poll_time(watcher) - back
+    # A renewal every lock_ttl / 3 = 1 s, then the next tick: about 2 s.
+    assert resumed_after < 6, resumed_after
+
+
 def test_two_replicas_one_poller_and_takeover(prometheus, redis_server, make_watcher):
     shared = {"key_prefix": prefix(), "lock_ttl": 3.0}
     first = make_watcher(prometheus.url, redis_server.url, workers=2, **shared)
